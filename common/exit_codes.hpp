@@ -1,0 +1,24 @@
+#pragma once
+
+// The one exit-code table shared by orchestrator, crawl_worker and snapshot_worker.
+// Documented in README.md ("Exit codes"); only main() turns outcomes into these.
+// `orchestrator status` uses the LSB status codes instead (see status command).
+namespace orch {
+
+enum class ExitCode : int {
+    ok = 0,                  // done; for workers: the item is sealed
+    internal_error = 1,      // a bug or an unexpected system failure
+    usage = 2,               // bad command line
+    config = 3,              // bad configuration: data dir not writable, malformed config.json, ...
+    database_unavailable = 4,// cannot connect to PostgreSQL (or the embedded cluster cannot start)
+    schema_mismatch = 5,     // database schema newer than this binary, or not migrated
+    not_found = 6,           // unknown crawl / snapshot / process id
+    invalid_input = 7,       // malformed id, URL or file given on the command line
+    lease_lost = 8,          // another worker holds (or took) the item's lease
+    already_running = 9,     // the single-runner gate is held by another orchestrator
+    interrupted = 10,        // stopped by SIGTERM/SIGINT; work released and resumable
+};
+
+constexpr int to_int(ExitCode code) { return static_cast<int>(code); }
+
+} // namespace orch

@@ -1,0 +1,125 @@
+#include "common/log.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <cstdio>
+#include <ctime>
+#include <mutex>
+#include <unistd.h>
+
+namespace orch::log {
+namespace {
+
+struct State {
+    std::mutex mutex;
+    std::string program = "orch";
+    Format format = Format::text;
+    Level min_level = Level::info;
+    Fields context;
+};
+
+State& state()
+{
+    static State s;
+    return s;
+}
+
+const char* level_name(Level level)
+{
+    switch (level) {
+    case Level::debug: return "debug";
+    case Level::info: return "info";
+    case Level::warn: return "warn";
+    case Level::error: return "error";
+    }
+    return "info";
+}
+
+std::string timestamp()
+{
+    auto now = std::chrono::system_clock::now();
+    auto secs = std::chrono::system_clock::to_time_t(now);
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&secs, &tm);
+    char buf[32];
+    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+    return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
+}
+
+bool needs_quotes(const std::string& v)
+{
+    return v.empty() || v.find_first_of(" \"=\n\t") != std::string::npos;
+}
+
+} // namespace
+
+void configure(std::string program, Format format, Level min_level)
+{
+    auto& s = state();
+    std::lock_guard lock(s.mutex);
+    s.program = std::move(program);
+    s.format = format;
+    s.min_level = min_level;
+}
+
+void set_context(std::string key, std::string value)
+{
+    auto& s = state();
+    std::lock_guard lock(s.mutex);
+    for (auto& kv : s.context) {
+        if (kv.first == key) {
+            kv.second = std::move(value);
+            return;
+        }
+    }
+    s.context.emplace_back(std::move(key), std::move(value));
+}
+
+void write(Level level, std::string_view message, const Fields& fields)
+{
+    auto& s = state();
+    std::lock_guard lock(s.mutex);
+    if (level < s.min_level) {
+        return;
+    }
+    std::string line;
+    if (s.format == Format::json) {
+        nlohmann::json j;
+        j["ts"] = timestamp();
+        j["level"] = level_name(level);
+        j["program"] = s.program;
+        j["pid"] = ::getpid();
+        j["msg"] = std::string(message);
+        for (const auto& [k, v] : s.context) {
+            j[k] = v;
+        }
+        for (const auto& [k, v] : fields) {
+            j[k] = v;
+        }
+        line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    } else {
+        line = fmt::format("{} {:5} {}[{}] {}", timestamp(), level_name(level), s.program, ::getpid(), message);
+        auto append = [&line](const std::string& k, const std::string& v) {
+            if (needs_quotes(v)) {
+                line += fmt::format(" {}={}", k, nlohmann::json(v).dump(-1, ' ', false,
+                                                                      nlohmann::json::error_handler_t::replace));
+            } else {
+                line += fmt::format(" {}={}", k, v);
+            }
+        };
+        for (const auto& [k, v] : s.context) {
+            append(k, v);
+        }
+        for (const auto& [k, v] : fields) {
+            append(k, v);
+        }
+    }
+    line += '\n';
+    // One write() per line so lines from concurrent processes sharing stderr do not interleave.
+    ssize_t ignored = ::write(STDERR_FILENO, line.data(), line.size());
+    (void)ignored;
+}
+
+} // namespace orch::log

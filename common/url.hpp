@@ -1,0 +1,36 @@
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace orch {
+
+// A URL accepted for archiving, normalised: scheme and host lower-cased, default
+// port and fragment removed, empty path made "/".
+struct ValidUrl {
+    std::string url;
+    std::string scheme; // "http" or "https"
+    std::string host;
+};
+
+// The result of checking one URL: the normalised URL, or why it was rejected
+// (a sentence naming the problem; the caller adds the offending value).
+struct UrlCheck {
+    std::optional<ValidUrl> valid;
+    std::string error;
+};
+
+constexpr std::size_t k_max_url_length = 8192;
+
+// Accepts http and https URLs with a host; rejects control characters, spaces,
+// invalid UTF-8, credentials-only or empty hosts, bad ports and over-long input.
+UrlCheck check_url(std::string_view text);
+
+// Resolves `reference` (as found in a page) against `base`; the result still needs check_url().
+std::string resolve_url(const std::string& base, const std::string& reference);
+
+// Printable form of an arbitrary (possibly binary or huge) value for error messages.
+std::string printable(std::string_view value, std::size_t max_length = 200);
+
+} // namespace orch

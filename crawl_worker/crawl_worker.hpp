@@ -1,0 +1,20 @@
+#pragma once
+
+#include "common/cli_options.hpp"
+#include "common/exit_codes.hpp"
+
+#include <string>
+
+namespace orch {
+
+struct CrawlWorkerOptions {
+    std::string crawl_id;
+    std::string process_id;        // row prepared by the parent to adopt; empty = register itself
+    std::string plugins_dir;       // extra user plugins (PLUGINS_DIR)
+    int max_snapshot_workers = 8;  // snapshot workers of this crawl at once
+};
+
+// Owns one crawl from start to seal. The return value says what happened.
+ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions& options);
+
+} // namespace orch

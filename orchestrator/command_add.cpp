@@ -1,0 +1,48 @@
+#include "orchestrator/commands.hpp"
+
+#include "common/database.hpp"
+#include "common/errors.hpp"
+#include "common/migrate.hpp"
+#include "orchestrator/crawl_enqueue.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace orch {
+
+void command_add(const CommonOptions& options, const AddOptions& add)
+{
+    NewCrawl crawl;
+    crawl.urls = add.urls;
+    if (!add.urls_file.empty()) {
+        auto more = read_urls_file(add.urls_file);
+        crawl.urls.insert(crawl.urls.end(), more.begin(), more.end());
+    }
+    crawl.max_depth = add.depth;
+    crawl.max_urls = add.max_urls;
+    crawl.timeout_s = add.timeout_s;
+    if (!add.label.empty()) {
+        crawl.label = add.label;
+    }
+    crawl.tags = add.tags;
+    if (!add.config_json.empty()) {
+        try {
+            crawl.config = nlohmann::json::parse(add.config_json);
+        } catch (const nlohmann::json::exception& e) {
+            throw InvalidInput(fmt::format("--config is not valid JSON: {}", e.what()));
+        }
+    }
+    // Validate before touching the database, so bad input never needs a connection.
+    validated_urls(crawl.urls);
+
+    auto data_dir = prepare_data_dir(options);
+    auto db = Database::open(options, data_dir);
+    apply_migrations(db.conn());
+    pqxx::work tx(db.conn());
+    auto id = enqueue_crawl(tx, crawl);
+    tx.commit();
+    std::cout << id << std::endl;
+}
+
+} // namespace orch

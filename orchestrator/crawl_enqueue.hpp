@@ -1,0 +1,35 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+// What `orchestrator add` and schedules turn into one crawl row.
+struct NewCrawl {
+    std::vector<std::string> urls; // raw, as given; validated by enqueue_crawl
+    int max_depth = 0;
+    std::optional<int> max_urls;
+    std::optional<int> timeout_s;
+    std::optional<std::string> label;
+    std::vector<std::string> tags;
+    nlohmann::json config = nlohmann::json::object();
+};
+
+// Validates every URL and normalises them (duplicates dropped). Throws InvalidInput
+// naming each offending value (all of them, so a user can fix a file in one go);
+// nothing is written in that case.
+std::vector<std::string> validated_urls(const std::vector<std::string>& raw);
+
+// Inserts one queued crawl inside `tx`; returns its id. Throws InvalidInput.
+std::string enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl);
+
+// Reads URLs from a file ("-" = stdin): one per line, blank lines and '#' comments skipped.
+// Throws InvalidInput when the file cannot be read.
+std::vector<std::string> read_urls_file(const std::string& path);
+
+} // namespace orch

@@ -1,0 +1,18 @@
+#include "common/entry_point.hpp"
+#include "snapshot_worker/snapshot_worker.hpp"
+
+int main(int argc, char** argv)
+{
+    using namespace orch;
+    CLI::App app{"Runs one snapshot's hooks in step order and seals the snapshot.", "snapshot_worker"};
+    CommonOptions common;
+    add_common_options(app, common);
+    SnapshotWorkerOptions options;
+    app.add_option("--snapshot-id", options.snapshot_id, "the snapshot to run")->required();
+    app.add_option("--process-id", options.process_id, "process row prepared by the parent (internal)");
+    app.add_option("--plugins-dir", options.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
+    return guarded_main(app, argc, argv, [&] {
+        configure_logging("snapshot_worker", common);
+        return to_int(run_snapshot_worker(common, options));
+    });
+}

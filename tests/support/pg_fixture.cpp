@@ -1,0 +1,139 @@
+#include "tests/support/pg_fixture.hpp"
+
+#include "common/migrate.hpp"
+
+#include <fmt/format.h>
+#include <libpq-fe.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <stdexcept>
+#include <unistd.h>
+
+namespace orch::test {
+namespace {
+
+std::string env_or_empty(const char* name)
+{
+    const char* v = std::getenv(name);
+    return v == nullptr ? std::string{} : std::string(v);
+}
+
+std::string quote_value(const std::string& v)
+{
+    std::string out = "'";
+    for (char c : v) {
+        if (c == '\'' || c == '\\') {
+            out += '\\';
+        }
+        out += c;
+    }
+    return out + "'";
+}
+
+} // namespace
+
+std::string base_database_url()
+{
+    auto url = env_or_empty("TEST_DATABASE_URL");
+    if (url.empty()) {
+        url = env_or_empty("DATABASE_URL");
+    }
+    if (url.empty()) {
+        throw std::runtime_error("no test database: set TEST_DATABASE_URL (scripts/test starts a throwaway "
+                                 "PostgreSQL and sets it for you)");
+    }
+    return url;
+}
+
+std::string with_dbname(const std::string& conninfo, const std::string& dbname)
+{
+    char* err = nullptr;
+    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &err);
+    if (options == nullptr) {
+        std::string msg = err != nullptr ? err : "invalid connection string";
+        PQfreemem(err);
+        throw std::runtime_error(msg);
+    }
+    std::string out;
+    for (auto* o = options; o->keyword != nullptr; ++o) {
+        if (o->val == nullptr || std::string(o->keyword) == "dbname") {
+            continue;
+        }
+        out += fmt::format("{}={} ", o->keyword, quote_value(o->val));
+    }
+    PQconninfoFree(options);
+    return out + "dbname=" + quote_value(dbname);
+}
+
+ScratchDatabase::ScratchDatabase(bool migrated)
+{
+    static std::atomic<int> counter{0};
+    m_name = fmt::format("orch_test_{}_{}", ::getpid(), counter++);
+    auto base = base_database_url();
+    {
+        pqxx::connection admin(base);
+        pqxx::nontransaction tx(admin);
+        tx.exec0("DROP DATABASE IF EXISTS " + tx.quote_name(m_name) + " WITH (FORCE)");
+        tx.exec0("CREATE DATABASE " + tx.quote_name(m_name));
+    }
+    m_url = with_dbname(base, m_name);
+    if (migrated) {
+        auto conn = connect();
+        apply_migrations(*conn);
+    }
+}
+
+ScratchDatabase::~ScratchDatabase()
+{
+    try {
+        pqxx::connection admin(base_database_url());
+        pqxx::nontransaction tx(admin);
+        tx.exec0("DROP DATABASE IF EXISTS " + tx.quote_name(m_name) + " WITH (FORCE)");
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "warning: could not drop scratch database %s: %s\n", m_name.c_str(), e.what());
+    }
+}
+
+std::unique_ptr<pqxx::connection> ScratchDatabase::connect() const
+{
+    return std::make_unique<pqxx::connection>(m_url);
+}
+
+std::filesystem::path program_path(const std::string& name)
+{
+    auto dir = env_or_empty("TEST_PROGRAMS_DIR");
+    if (dir.empty()) {
+        throw std::runtime_error("TEST_PROGRAMS_DIR is not set (run tests through ctest)");
+    }
+    return std::filesystem::path(dir) / name;
+}
+
+std::filesystem::path bin_path(const std::string& name)
+{
+    auto dir = env_or_empty("ORCH_BIN_DIR");
+    if (dir.empty()) {
+        throw std::runtime_error("ORCH_BIN_DIR is not set (run tests through ctest)");
+    }
+    return std::filesystem::path(dir) / name;
+}
+
+std::filesystem::path source_dir()
+{
+    auto dir = env_or_empty("ORCH_SOURCE_DIR");
+    if (dir.empty()) {
+        throw std::runtime_error("ORCH_SOURCE_DIR is not set (run tests through ctest)");
+    }
+    return dir;
+}
+
+std::filesystem::path make_temp_dir(const std::string& prefix)
+{
+    std::string templ = "/tmp/" + prefix + "XXXXXX";
+    if (::mkdtemp(templ.data()) == nullptr) {
+        throw std::runtime_error("mkdtemp failed");
+    }
+    return templ;
+}
+
+} // namespace orch::test

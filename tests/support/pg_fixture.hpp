@@ -1,0 +1,45 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <filesystem>
+#include <memory>
+#include <string>
+
+namespace orch::test {
+
+// The server every test talks to: TEST_DATABASE_URL, else DATABASE_URL. Tests never
+// skip for want of a database: without one, this throws and the test fails loudly.
+std::string base_database_url();
+
+// A scratch database created for one test (orch_test_<pid>_<n>), with the
+// migrations applied unless `migrated` is false, dropped (WITH FORCE) on destruction.
+class ScratchDatabase {
+public:
+    explicit ScratchDatabase(bool migrated = true);
+    ~ScratchDatabase();
+    ScratchDatabase(const ScratchDatabase&) = delete;
+    ScratchDatabase& operator=(const ScratchDatabase&) = delete;
+
+    // libpq key=value connection string for the scratch database.
+    const std::string& url() const { return m_url; }
+    const std::string& name() const { return m_name; }
+    std::unique_ptr<pqxx::connection> connect() const;
+
+private:
+    std::string m_name;
+    std::string m_url;
+};
+
+// `conninfo` with its dbname replaced (works for key=value and URI forms).
+std::string with_dbname(const std::string& conninfo, const std::string& dbname);
+
+// Paths of built programs: stand-in hooks (TEST_PROGRAMS_DIR) and the executables (ORCH_BIN_DIR).
+std::filesystem::path program_path(const std::string& name);
+std::filesystem::path bin_path(const std::string& name);
+std::filesystem::path source_dir();
+
+// A fresh directory under /tmp (short path: Unix sockets live under data dirs).
+std::filesystem::path make_temp_dir(const std::string& prefix);
+
+} // namespace orch::test
