@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Snapshot hook: the page with its requisites (CSS, images, scripts) via wget,
+links rewritten for offline viewing.
+
+Runs: wget --page-requisites --convert-links --adjust-extension
+--no-host-directories -e robots=off --timeout=T --tries=1 <url>, bounded as a
+whole by the plugin timeout. output_str is the path of the main document
+relative to this directory. Config (env, defaults from config.json):
+HTML_TIMEOUT, HTML_WGET_BINARY, HTML_USER_AGENT. See plugins/README.md.
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load_config():
+    try:
+        with open(os.path.join(HERE, "config.json"), encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, ValueError):
+        return {}
+
+
+CONFIG = load_config()
+
+
+def opt(key, default=None):
+    value = os.environ.get("HTML_" + key.upper())
+    return CONFIG.get(key, default) if value is None else value
+
+
+def emit(status, output_str="", error="", output_json=None):
+    record = {"type": "ArchiveResult", "status": status, "output_str": output_str}
+    if output_json is not None:
+        record["output_json"] = output_json
+    if error:
+        record["error"] = error
+    print(json.dumps(record), flush=True)
+
+
+def budget(timeout):
+    return max(0.5, timeout - min(5.0, max(1.0, 0.15 * timeout)))
+
+
+# wget --no-verbose: '2025-01-01 12:00:00 URL:http://h/p [123/123] -> "p.html" [1]'
+SAVED = re.compile(r'URL:\s*(\S+).*?->\s*"(.+?)"')
+
+
+def list_files(root):
+    out = []
+    for dirpath, _, files in os.walk(root):
+        for name in files:
+            out.append(os.path.relpath(os.path.join(dirpath, name), root))
+    return sorted(out)
+
+
+def main():
+    parser = argparse.ArgumentParser(add_help=False)
+    parser.add_argument("--url", required=True)
+    args, _ = parser.parse_known_args()
+    started = time.monotonic()
+
+    try:
+        timeout = max(1.0, float(opt("timeout", 60)))
+    except (TypeError, ValueError):
+        timeout = 60.0
+    limit = budget(timeout)
+
+    configured = str(opt("wget_binary", "wget") or "wget")
+    wget = shutil.which(configured)
+    if not wget:
+        emit("skipped", output_str=f"wget not found ({configured})", error=f"wget not found ({configured})")
+        return 0
+
+    cmd = [
+        wget,
+        "--no-verbose",
+        "--page-requisites",
+        "--convert-links",
+        "--adjust-extension",
+        "--no-host-directories",
+        "--no-parent",
+        "-e",
+        "robots=off",
+        f"--timeout={max(1, int(limit))}",
+        "--tries=1",
+        "--restrict-file-names=unix",
+        "--directory-prefix=.",
+    ]
+    user_agent = str(opt("user_agent", "") or "")
+    if user_agent:
+        cmd.append(f"--user-agent={user_agent}")
+    cmd += ["--", args.url]
+
+    proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    timed_out = False
+    try:
+        _, err = proc.communicate(timeout=limit)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+        proc.kill()
+        _, err = proc.communicate()
+    log = err.decode("utf-8", "replace")
+    if log.strip():
+        print(log.rstrip(), file=sys.stderr)
+
+    saved = [m.group(2) for m in SAVED.finditer(log)]
+    files = list_files(".")
+    if timed_out:
+        emit("failed", error=f"timed out after {timeout:g} s", output_json={"files": files})
+        return 1
+    main_doc = saved[0] if saved else None
+    if main_doc and main_doc.startswith("./"):
+        main_doc = main_doc[2:]
+    if not main_doc or not os.path.isfile(main_doc):
+        errors = [l.strip() for l in log.splitlines() if "ERROR" in l or "failed" in l.lower()]
+        emit("failed", error=f"wget exit {proc.returncode}: " + ("; ".join(errors[-3:]) or "page not saved"))
+        return 1
+    # Exit 8 (server error on some requisite) still leaves a usable page.
+    elapsed = time.monotonic() - started
+    emit(
+        "succeeded",
+        output_str=main_doc,
+        output_json={
+            "main": main_doc,
+            "files": files,
+            "requisites": len(files) - 1,
+            "wget_exit": proc.returncode,
+            "elapsed_seconds": round(elapsed, 3),
+        },
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
