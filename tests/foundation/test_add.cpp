@@ -1,1 +1,140 @@
+#include "tests/support/command_runner.hpp"
+#include "tests/support/pg_fixture.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <fstream>
+
+using namespace orch::test;
+
+namespace {
+
+CommandResult add(const ScratchDatabase& db, std::vector<std::string> args, const std::string& input = {})
+{
+    std::vector<std::string> argv{bin_path("orchestrator").string(), "add"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", make_temp_dir("orch-add-").string()});
+    return run_command(argv, {}, input);
+}
+
+long crawl_count(const ScratchDatabase& db)
+{
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    return tx.exec1("SELECT count(*) FROM crawl")[0].as<long>();
+}
+
+} // namespace
+
+TEST_CASE("orchestrator add stores good URLs, normalised, and prints the crawl id", "[add]")
+{
+    ScratchDatabase db;
+    auto r = add(db, {"http://Example.com", "https://example.com:443/a#frag", "--depth", "2", "--label", "news",
+                      "--tag", "t1", "--tag", "t2"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto id = r.out.substr(0, r.out.find('\n'));
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    auto row = tx.exec_params1("SELECT array_to_json(urls)::text, max_depth, label, array_to_json(tags)::text, "
+                               "status FROM crawl WHERE id = $1",
+                               id);
+    CHECK(row[0].as<std::string>() == R"(["http://example.com/","https://example.com/a"])");
+    CHECK(row[1].as<int>() == 2);
+    CHECK(row[2].as<std::string>() == "news");
+    CHECK(row[3].as<std::string>() == R"(["t1","t2"])");
+    CHECK(row[4].as<std::string>() == "queued");
+}
+
+TEST_CASE("orchestrator add reads URLs from a file and from stdin, skipping comments", "[add]")
+{
+    ScratchDatabase db;
+    auto dir = make_temp_dir("orch-urls-");
+    auto file = dir / "urls.txt";
+    std::ofstream(file) << "# a comment\nhttp://a.test/1\n\n  http://a.test/2  \n";
+    auto r = add(db, {"--urls-file", file.string()});
+    INFO(r.err);
+    CHECK(r.exit_code == 0);
+    auto r2 = add(db, {"--urls-file", "-"}, "http://b.test/\n#x\nhttps://b.test/2\n");
+    INFO(r2.err);
+    CHECK(r2.exit_code == 0);
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT sum(cardinality(urls)) FROM crawl")[0].as<long>() == 4);
+}
+
+TEST_CASE("orchestrator add rejects bad input with a clear message, code 7, and stores nothing", "[add]")
+{
+    ScratchDatabase db;
+    struct Case {
+        std::vector<std::string> args;
+        std::string message;
+    };
+    std::vector<Case> cases{
+        {{"ftp://x"}, "unsupported scheme 'ftp'"},
+        {{"http://"}, "no host"},
+        {{"not a url"}, "'not a url'"},
+        {{"javascript:alert(1)"}, "unsupported scheme 'javascript'"},
+        {{"file:///etc/passwd"}, "unsupported scheme 'file'"},
+        {{"http://a.test/\nhttp://b.test/"}, "control characters"},
+        {{"http://a.test/" + std::string(9000, 'x')}, "longer than"},
+        {{"http://ok.test/", "ftp://x"}, "nothing was added"},
+        {{}, "no URLs given"},
+        {{"--urls-file", "/nonexistent/urls.txt"}, "cannot read URLs file /nonexistent/urls.txt"},
+    };
+    for (const auto& c : cases) {
+        auto r = add(db, c.args);
+        INFO((c.args.empty() ? std::string("(none)") : c.args.front()) << " -> " << r.err);
+        CHECK(r.exit_code == 7);
+        CHECK(r.err.find(c.message) != std::string::npos);
+        CHECK(r.err.find("orchestrator: error:") == 0);
+    }
+    CHECK(crawl_count(db) == 0);
+}
+
+TEST_CASE("usage errors exit 2, --help and --version exit 0, on all three executables", "[cli]")
+{
+    for (const char* exe : {"orchestrator", "crawl_worker", "snapshot_worker"}) {
+        INFO(exe);
+        auto help = run_command({bin_path(exe).string(), "--help"});
+        CHECK(help.exit_code == 0);
+        CHECK(help.out.find("Usage") != std::string::npos);
+        auto version = run_command({bin_path(exe).string(), "--version"});
+        CHECK(version.exit_code == 0);
+        CHECK(version.out.find(exe) != std::string::npos);
+        auto bad = run_command({bin_path(exe).string(), "--no-such-flag"});
+        CHECK(bad.exit_code == 2);
+    }
+    auto depth = run_command({bin_path("orchestrator").string(), "add", "--depth", "-1", "http://a.test/"});
+    CHECK(depth.exit_code == 2);
+}
+
+TEST_CASE("an unreachable database gives code 4 and names the problem", "[cli]")
+{
+    auto r = run_command({bin_path("orchestrator").string(), "add", "http://a.test/", "--database-url",
+                          "host=/nonexistent/socket/dir dbname=x connect_timeout=2", "--data-dir",
+                          make_temp_dir("orch-unreach-").string()});
+    CHECK(r.exit_code == 4);
+    CHECK(r.err.find("cannot connect to PostgreSQL") != std::string::npos);
+    auto w = run_command({bin_path("snapshot_worker").string(), "--snapshot-id",
+                          "00000000-0000-4000-8000-000000000000", "--database-url", "postgresql://nobody@127.0.0.1:1/x",
+                          "--data-dir", make_temp_dir("orch-unreach-").string()});
+    CHECK(w.exit_code == 4);
+}
+
+TEST_CASE("workers: malformed ids exit 7, unknown ids exit 6", "[cli]")
+{
+    ScratchDatabase db;
+    auto dir = make_temp_dir("orch-ids-").string();
+    for (auto [exe, flag] : std::vector<std::pair<std::string, std::string>>{{"crawl_worker", "--crawl-id"},
+                                                                             {"snapshot_worker", "--snapshot-id"}}) {
+        INFO(exe);
+        auto bad = run_command({bin_path(exe).string(), flag, "not-a-uuid", "--database-url", db.url(), "--data-dir", dir});
+        CHECK(bad.exit_code == 7);
+        CHECK(bad.err.find("'not-a-uuid' is not a valid id") != std::string::npos);
+        auto unknown = run_command({bin_path(exe).string(), flag, "00000000-0000-4000-8000-000000000000",
+                                    "--database-url", db.url(), "--data-dir", dir});
+        CHECK(unknown.exit_code == 6);
+        CHECK(unknown.err.find("not found") != std::string::npos);
+    }
+}

@@ -1,1 +1,70 @@
+#include "tests/support/command_runner.hpp"
+#include "tests/support/pg_fixture.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <fstream>
+#include <sys/stat.h>
+
+using namespace orch::test;
+
+namespace {
+
+// Processes whose command line mentions `needle` (checked from /proc, not from any table).
+int processes_mentioning(const std::string& needle)
+{
+    int count = 0;
+    DIR* proc = ::opendir("/proc");
+    while (auto* e = ::readdir(proc)) {
+        if (e->d_name[0] < '0' || e->d_name[0] > '9') {
+            continue;
+        }
+        std::ifstream in(std::string("/proc/") + e->d_name + "/cmdline");
+        std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+        count += cmd.find(needle) != std::string::npos;
+    }
+    ::closedir(proc);
+    return count;
+}
+
+} // namespace
+
+TEST_CASE("with no DATABASE_URL the private cluster under the data directory is used, and nothing is left running",
+          "[embedded]")
+{
+    auto dir = make_temp_dir("orch-emb-");
+    ::chmod(dir.c_str(), 0755); // as root the server runs as `postgres`, which must reach it
+    auto data = (dir / "data").string();
+    auto orchestrator = bin_path("orchestrator").string();
+    std::map<std::string, std::string> no_db{{"DATABASE_URL", ""}, {"TEST_DATABASE_URL", ""}};
+
+    auto r = run_command({orchestrator, "add", "http://a.test/", "--data-dir", data}, no_db);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(std::ifstream(data + "/pg/cluster/PG_VERSION").good());
+    CHECK(processes_mentioning(data + "/pg/cluster") == 0);
+    auto status = run_command({orchestrator, "db", "status", "--data-dir", data}, no_db);
+    CHECK(status.exit_code == 3);
+
+    // Second use finds the crawl the first stored.
+    auto second = run_command({orchestrator, "add", "http://b.test/", "--data-dir", data}, no_db);
+    REQUIRE(second.exit_code == 0);
+    auto started = run_command({orchestrator, "db", "start", "--data-dir", data}, no_db);
+    REQUIRE(started.exit_code == 0);
+    auto conninfo = started.out.substr(0, started.out.find('\n'));
+    CHECK(conninfo.find(data + "/pg/run") != std::string::npos);
+    {
+        pqxx::connection conn(conninfo);
+        pqxx::read_transaction tx(conn);
+        CHECK(tx.exec1("SELECT count(*) FROM crawl")[0].as<int>() == 2);
+        // Unix socket only: the server listens on no TCP port.
+        CHECK(tx.exec1("SHOW listen_addresses")[0].as<std::string>().empty());
+    }
+    // Explicitly started: a one-shot user leaves it running.
+    auto third = run_command({orchestrator, "add", "http://c.test/", "--data-dir", data}, no_db);
+    CHECK(third.exit_code == 0);
+    CHECK(run_command({orchestrator, "db", "status", "--data-dir", data}, no_db).exit_code == 0);
+    CHECK(run_command({orchestrator, "db", "stop", "--data-dir", data}, no_db).exit_code == 0);
+    CHECK(processes_mentioning(data + "/pg/cluster") == 0);
+}

@@ -1,1 +1,131 @@
+#include "common/errors.hpp"
+#include "common/migrate.hpp"
+#include "common/migrations_table.hpp"
+#include "tests/support/command_runner.hpp"
+#include "tests/support/pg_fixture.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace orch;
+using namespace orch::test;
+
+TEST_CASE("migrations take an empty database to the latest version", "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    REQUIRE(schema_version(*conn) == 0);
+    auto report = apply_migrations(*conn);
+    CHECK(report.from_version == 0);
+    CHECK(report.to_version == latest_known_version());
+    CHECK(report.applied.size() == embedded_migrations().size());
+    CHECK(schema_version(*conn) == latest_known_version());
+    pqxx::read_transaction tx(*conn);
+    for (const char* table : {"machine", "process", "crawl", "snapshot", "archive_result", "crawl_schedule"}) {
+        INFO(table);
+        CHECK(tx.exec_params1("SELECT to_regclass($1) IS NOT NULL", table)[0].as<bool>());
+    }
+}
+
+TEST_CASE("applying migrations twice is a no-op the second time", "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    apply_migrations(*conn);
+    auto second = apply_migrations(*conn);
+    CHECK(second.applied.empty());
+    CHECK(second.from_version == latest_known_version());
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<std::size_t>() == embedded_migrations().size());
+}
+
+TEST_CASE("two processes migrating at once: one applies, the other waits and finds nothing to do", "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto orchestrator = bin_path("orchestrator").string();
+    // Two real processes started together; each runs `orchestrator migrate`.
+    std::vector<CommandResult> results(2);
+    std::vector<std::string> outs(2);
+    pid_t pids[2];
+    int pipes[2][2];
+    for (int i = 0; i < 2; ++i) {
+        REQUIRE(::pipe(pipes[i]) == 0);
+        pids[i] = ::fork();
+        REQUIRE(pids[i] >= 0);
+        if (pids[i] == 0) {
+            ::close(pipes[i][0]);
+            auto r = run_command({orchestrator, "migrate", "--database-url", db.url()});
+            std::string msg = std::to_string(r.exit_code) + "\n" + r.out;
+            (void)!::write(pipes[i][1], msg.data(), msg.size());
+            ::_exit(0);
+        }
+        ::close(pipes[i][1]);
+    }
+    for (int i = 0; i < 2; ++i) {
+        char buf[4096];
+        ssize_t n;
+        while ((n = ::read(pipes[i][0], buf, sizeof buf)) > 0) {
+            outs[i].append(buf, static_cast<std::size_t>(n));
+        }
+        ::close(pipes[i][0]);
+        int status = 0;
+        ::waitpid(pids[i], &status, 0);
+    }
+    for (const auto& o : outs) {
+        INFO(o);
+        CHECK(o.rfind("0\n", 0) == 0);
+    }
+    int applied = 0;
+    int up_to_date = 0;
+    for (const auto& o : outs) {
+        applied += o.find("migrated schema") != std::string::npos;
+        up_to_date += o.find("up to date") != std::string::npos;
+    }
+    CHECK(applied == 1);
+    CHECK(up_to_date == 1);
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<std::size_t>() == embedded_migrations().size());
+}
+
+TEST_CASE("a database newer than the binary is refused with a clear message", "[migrations]")
+{
+    ScratchDatabase db;
+    {
+        auto conn = db.connect();
+        pqxx::work tx(*conn);
+        tx.exec_params0("INSERT INTO schema_migrations (version, name) VALUES ($1, 'from_the_future')",
+                        latest_known_version() + 1);
+        tx.commit();
+    }
+    auto conn = db.connect();
+    CHECK_THROWS_AS(apply_migrations(*conn), SchemaMismatch);
+    CHECK_THROWS_WITH(require_current_schema(*conn), Catch::Contains("newer than this binary"));
+
+    // Every executable refuses at start with the documented code (5).
+    auto id = "00000000-0000-4000-8000-000000000000";
+    for (auto [exe, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"orchestrator", {"migrate"}},
+             {"orchestrator", {"add", "http://example.com/"}},
+             {"crawl_worker", {"--crawl-id", id}},
+             {"snapshot_worker", {"--snapshot-id", id}}}) {
+        std::vector<std::string> argv{bin_path(exe).string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", make_temp_dir("orch-mig-").string()});
+        auto r = run_command(argv);
+        INFO(exe << ": " << r.err);
+        CHECK(r.exit_code == 5);
+        CHECK(r.err.find("newer than this binary") != std::string::npos);
+    }
+}
+
+TEST_CASE("workers refuse a database that was never migrated", "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto r = run_command({bin_path("crawl_worker").string(), "--crawl-id", "00000000-0000-4000-8000-000000000000",
+                          "--database-url", db.url(), "--data-dir", make_temp_dir("orch-mig-").string()});
+    CHECK(r.exit_code == 5);
+    CHECK(r.err.find("orchestrator migrate") != std::string::npos);
+}
