@@ -1,0 +1,372 @@
+#!/usr/bin/env bash
+# Standalone test of the default plugins (plugins/*): runs each hook by hand the
+# way the workers do (argv, cwd, allow-listed env; see plugins/README.md)
+# against scripts/demo_site served on 127.0.0.1 and a server that stalls.
+#
+#   ORCH_SOURCE_DIR=/path/to/repo bash tests/plugins/test_plugins.sh
+#
+# Prints one line per check and ends with "N passed, M failed"; exits non-zero
+# on any failure. Needs python3, curl, wget and chromium.
+set -euo pipefail
+
+SRC=${ORCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
+PLUGINS=$SRC/plugins
+SITE=$SRC/scripts/demo_site
+# The real interpreter (not a wrapper/shim), so $! is the hook's own pid.
+PY=$(python3 -c 'import sys; print(sys.executable)')
+
+WORK=$(mktemp -d /tmp/orch-plugins-test.XXXXXX)
+DATA=$WORK/data
+OUT=$WORK/out
+mkdir -p "$DATA" "$OUT" "$WORK/tmp"
+
+STARTED_PIDS=()
+PASSED=0
+FAILED=0
+
+cleanup() {
+    local pid
+    for pid in "${STARTED_PIDS[@]}"; do
+        kill -TERM "$pid" 2>/dev/null || true
+    done
+    sleep 0.5
+    for pid in "${STARTED_PIDS[@]}"; do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    # Anything still naming our private work directory (chromium profiles live
+    # under it) was started by this test.
+    for pid in $(procs_naming "$WORK"); do
+        kill -KILL "$pid" 2>/dev/null || true
+    done
+    rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+check() { # check <description> <command...>
+    local what=$1
+    shift
+    if "$@"; then
+        echo "PASS: $what"
+        PASSED=$((PASSED + 1))
+    else
+        echo "FAIL: $what"
+        FAILED=$((FAILED + 1))
+    fi
+}
+
+# procs_naming <text>: pids whose /proc/<pid>/cmdline contains <text>.
+procs_naming() {
+    "$PY" - "$1" <<'EOF'
+import os, sys
+needle = sys.argv[1].encode()
+me = {os.getpid(), os.getppid()}
+for entry in os.listdir("/proc"):
+    if entry.isdigit() and int(entry) not in me:
+        try:
+            with open(f"/proc/{entry}/cmdline", "rb") as fh:
+                if needle in fh.read():
+                    print(entry)
+        except OSError:
+            pass
+EOF
+}
+
+no_procs_naming() { [ -z "$(procs_naming "$1")" ]; }
+
+# wait_until <seconds> <command...>: poll every 0.1 s.
+wait_until() {
+    local limit=$1
+    shift
+    local end=$((SECONDS + limit))
+    until "$@"; do
+        [ "$SECONDS" -lt "$end" ] || return 1
+        sleep 0.1
+    done
+}
+
+free_port() {
+    "$PY" -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1]); s.close()'
+}
+
+port_open() {
+    "$PY" -c 'import socket, sys; socket.create_connection(("127.0.0.1", int(sys.argv[1])), timeout=0.5).close()' "$1" \
+        2>/dev/null
+}
+
+new_id() { cat /proc/sys/kernel/random/uuid; }
+
+# Assertions over a hook's stdout: every non-empty line is a JSON object, at
+# most one ArchiveResult, and <expr> (Python) holds. Names: ar (the
+# ArchiveResult or None), snaps (Snapshot records), recs (all records).
+PYQ='
+import json, sys
+expr, path = sys.argv[1], sys.argv[2]
+recs, bad = [], []
+with open(path, encoding="utf-8") as fh:
+    for line in fh:
+        line = line.strip()
+        if not line:
+            continue
+        try:
+            rec = json.loads(line)
+        except ValueError:
+            bad.append(line)
+            continue
+        (recs if isinstance(rec, dict) else bad).append(rec)
+ars = [r for r in recs if r.get("type") == "ArchiveResult"]
+snaps = [r for r in recs if r.get("type") == "Snapshot"]
+ar = ars[0] if len(ars) == 1 else None
+try:
+    ok = not bad and len(ars) <= 1 and bool(eval(expr))
+except Exception as exc:
+    print(f"  ({path}: {exc!r})", file=sys.stderr)
+    ok = False
+if not ok:
+    print(f"  stdout of {path}: {open(path).read()[:600]!r}", file=sys.stderr)
+sys.exit(0 if ok else 1)
+'
+out_ok() { "$PY" -c "$PYQ" "$2" "$1"; } # out_ok <stdout file> <expr>
+
+file_magic() { # file_magic <file> <python bytes literal>
+    "$PY" -c 'import sys, ast; sys.exit(0 if open(sys.argv[1], "rb").read(16).startswith(ast.literal_eval(sys.argv[2])) else 1)' "$1" "$2" 2>/dev/null
+}
+
+rc_in() { # rc_in <rc file> <codes...>
+    local rc
+    rc=$(cat "$1")
+    shift
+    local c
+    for c in "$@"; do [ "$rc" = "$c" ] && return 0; done
+    echo "  exit code was $rc" >&2
+    return 1
+}
+
+elapsed_below() { # elapsed_below <elapsed file> <seconds>
+    "$PY" -c 'import sys; t = float(open(sys.argv[1]).read()); print(f"  took {t:.2f} s", file=sys.stderr); sys.exit(0 if t < float(sys.argv[2]) else 1)' "$1" "$2"
+}
+
+CRAWL_ID=$(new_id)
+CRAWL_DIR=$DATA/crawls/$CRAWL_ID
+
+# hook_env <snapshot id or ""> -> env -i arguments the worker would pass
+# (the plugin config variables are appended by the caller).
+hook_env() {
+    local snap=$1
+    HOOK_ENV=(env -i "PATH=$PATH" "HOME=$HOME" "LANG=C.UTF-8" "TMPDIR=$WORK/tmp" "DATA_DIR=$DATA" "CRAWL_DIR=$CRAWL_DIR")
+    if [ -n "$snap" ]; then
+        HOOK_ENV+=("SNAP_DIR=$DATA/snapshots/$snap")
+    fi
+}
+
+# run_snapshot_hook <tag> <plugin> <hook file> <snapshot id> <url> [VAR=value...]
+# Foreground run; leaves $OUT/<tag>.{out,err,rc,elapsed}.
+run_snapshot_hook() {
+    local tag=$1 plugin=$2 hook=$3 snap=$4 url=$5
+    shift 5
+    local dir=$DATA/snapshots/$snap/$plugin
+    mkdir -p "$dir"
+    hook_env "$snap"
+    local t0 t1 rc=0
+    t0=$(date +%s.%N)
+    (cd "$dir" && exec "${HOOK_ENV[@]}" "$@" "$PY" "$PLUGINS/$plugin/$hook" \
+        "--url=$url" "--snapshot-id=$snap" "--crawl-id=$CRAWL_ID") \
+        >"$OUT/$tag.out" 2>"$OUT/$tag.err" || rc=$?
+    t1=$(date +%s.%N)
+    echo "$rc" >"$OUT/$tag.rc"
+    "$PY" -c 'import sys; print(float(sys.argv[2]) - float(sys.argv[1]))' "$t0" "$t1" >"$OUT/$tag.elapsed"
+}
+
+# start_chrome_hook <tag> <crawl dir> [VAR=value...]: background; sets CHROME_PID.
+start_chrome_hook() {
+    local tag=$1 crawl_dir=$2
+    shift 2
+    mkdir -p "$crawl_dir/chrome"
+    local saved=$CRAWL_DIR
+    CRAWL_DIR=$crawl_dir
+    hook_env ""
+    CRAWL_DIR=$saved
+    (cd "$crawl_dir/chrome" && exec "${HOOK_ENV[@]}" "$@" "$PY" "$PLUGINS/chrome/on_Crawl__10_chrome.bg.py" \
+        "--url=$BASE/" "--crawl-id=$(basename "$crawl_dir")") >"$OUT/$tag.out" 2>"$OUT/$tag.err" &
+    CHROME_PID=$!
+    STARTED_PIDS+=("$CHROME_PID")
+}
+
+# ---------------------------------------------------------------------------
+# Servers: the demo site, and one whose /stall page never finishes loading.
+PORT=$(free_port)
+"$PY" -m http.server --bind 127.0.0.1 --directory "$SITE" "$PORT" >"$OUT/http.log" 2>&1 &
+STARTED_PIDS+=("$!")
+BASE=http://127.0.0.1:$PORT
+
+cat >"$WORK/stall_server.py" <<'EOF'
+import sys, time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+class Handler(BaseHTTPRequestHandler):
+    def do_GET(self):
+        # Status, headers and the start of a body, then nothing, forever.
+        self.send_response(200)
+        self.send_header("Content-Type", "text/html; charset=utf-8")
+        self.send_header("Content-Length", "1000000")
+        self.end_headers()
+        self.wfile.write(b"<!DOCTYPE html><html><head><title>Stalled</title></head><body><p>loading")
+        self.wfile.flush()
+        while True:
+            time.sleep(3600)
+
+    def log_message(self, *args):
+        pass
+
+server = ThreadingHTTPServer(("127.0.0.1", int(sys.argv[1])), Handler)
+server.daemon_threads = True
+server.serve_forever()
+EOF
+STALL_PORT=$(free_port)
+"$PY" "$WORK/stall_server.py" "$STALL_PORT" >"$OUT/stall.log" 2>&1 &
+STARTED_PIDS+=("$!")
+STALL=http://127.0.0.1:$STALL_PORT/stall
+
+wait_until 10 port_open "$PORT" || { echo "demo site server did not start"; exit 1; }
+wait_until 10 port_open "$STALL_PORT" || { echo "stall server did not start"; exit 1; }
+echo "demo site at $BASE/, stalling page at $STALL, data in $DATA"
+
+# ---------------------------------------------------------------------------
+# headers, html, title, links on the demo index.
+S1=$(new_id)
+SNAP1=$DATA/snapshots/$S1
+
+run_snapshot_hook headers headers on_Snapshot__10_headers.py "$S1" "$BASE/"
+check "headers: succeeded, exit 0" rc_in "$OUT/headers.rc" 0
+check "headers: ArchiveResult output_json.status == 200" \
+    out_ok "$OUT/headers.out" 'ar["status"] == "succeeded" and ar["output_json"]["status"] == 200 and "Content-Length" in {k.title() for k in ar["output_json"]["headers"]}'
+check "headers: headers.json has status 200" \
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if d["status"] == 200 and d["headers"] else 1)' "$SNAP1/headers/headers.json"
+
+run_snapshot_hook html html on_Snapshot__20_html.py "$S1" "$BASE/"
+check "html: succeeded with output_str index.html" out_ok "$OUT/html.out" 'ar["status"] == "succeeded" and ar["output_str"] == "index.html"'
+check "html: index.html saved" test -s "$SNAP1/html/index.html"
+check "html: requisites style.css and logo.png saved" test -s "$SNAP1/html/style.css" -a -s "$SNAP1/html/logo.png"
+check "html: logo.png is a PNG" file_magic "$SNAP1/html/logo.png" 'b"\x89PNG"'
+check "html: requisites referenced by relative paths" grep -q 'href="style.css"' "$SNAP1/html/index.html"
+
+run_snapshot_hook title title on_Snapshot__30_title.py "$S1" "$BASE/"
+check "title: title record without url and ArchiveResult match the page" \
+    out_ok "$OUT/title.out" 'ar["status"] == "succeeded" and ar["output_str"] == "Demo Archive Site" and [s for s in snaps if "url" not in s] == [{"type": "Snapshot", "title": "Demo Archive Site"}]'
+S2=$(new_id)
+run_snapshot_hook title2 title on_Snapshot__30_title.py "$S2" "$BASE/about.html"
+check "title: about.html title" out_ok "$OUT/title2.out" 'ar["output_str"] == "About the Demo Site"'
+
+run_snapshot_hook links links on_Snapshot__40_links.py "$S1" "$BASE/"
+EXPECTED_LINKS="{\"$BASE/about.html\", \"$BASE/news.html\", \"$BASE/gallery.html\", \"$BASE/contact.html\"}"
+check "links: Snapshot records are exactly the 4 pages" \
+    out_ok "$OUT/links.out" "ar['status'] == 'succeeded' and len(snaps) == 4 and {s['url'] for s in snaps} == $EXPECTED_LINKS"
+check "links: links.json lists the 4 pages" \
+    "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if set(d['links']) == $EXPECTED_LINKS else 1)" "$SNAP1/links/links.json"
+
+# ---------------------------------------------------------------------------
+# The crawl's chromium, and screenshot / pdf through it.
+start_chrome_hook chrome "$CRAWL_DIR"
+PROFILE=$CRAWL_DIR/chrome/profile
+check "chrome: cdp_url.txt published within 30 s" wait_until 30 test -s "$CRAWL_DIR/chrome/cdp_url.txt"
+check "chrome: cdp_url.txt holds a DevTools ws URL" grep -qE '^ws://127\.0\.0\.1:[0-9]+/devtools/browser/' "$CRAWL_DIR/chrome/cdp_url.txt"
+check "chrome: hook still running (foreground, not daemonized)" kill -0 "$CHROME_PID"
+
+run_snapshot_hook shot screenshot on_Snapshot__50_screenshot.py "$S1" "$BASE/"
+check "screenshot: succeeded through the crawl browser" out_ok "$OUT/shot.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "crawl browser"'
+check "screenshot: screenshot.png is a valid PNG" file_magic "$SNAP1/screenshot/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
+
+run_snapshot_hook pdf pdf on_Snapshot__60_pdf.py "$S1" "$BASE/"
+check "pdf: succeeded through the crawl browser" out_ok "$OUT/pdf.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "crawl browser"'
+check "pdf: output.pdf is a valid PDF" file_magic "$SNAP1/pdf/output.pdf" 'b"%PDF-"'
+
+# Stalled pages: every hook must give up within its timeout and report failed.
+# Run them in parallel (each measures its own time); screenshot uses the crawl browser.
+S3=$(new_id)
+run_snapshot_hook stall_headers headers on_Snapshot__10_headers.py "$S3" "$STALL" HEADERS_TIMEOUT=4 &
+P1=$!
+run_snapshot_hook stall_html html on_Snapshot__20_html.py "$S3" "$STALL" HTML_TIMEOUT=4 &
+P2=$!
+run_snapshot_hook stall_title title on_Snapshot__30_title.py "$S3" "$STALL" TITLE_TIMEOUT=4 &
+P3=$!
+run_snapshot_hook stall_links links on_Snapshot__40_links.py "$S3" "$STALL" LINKS_TIMEOUT=4 &
+P4=$!
+run_snapshot_hook stall_shot screenshot on_Snapshot__50_screenshot.py "$S3" "$STALL" SCREENSHOT_TIMEOUT=5 &
+P5=$!
+wait "$P1" "$P2" "$P3" "$P4" "$P5" || true
+for h in headers:4 html:4 title:4 links:4 shot:5; do
+    tag=stall_${h%%:*}
+    limit=${h##*:}
+    check "$tag: failed with a timeout" out_ok "$OUT/$tag.out" 'ar["status"] == "failed" and "timed out" in ar["error"]'
+    check "$tag: finished within its ${limit} s timeout" elapsed_below "$OUT/$tag.elapsed" "$limit"
+done
+check "chrome: browser still serves after the stalled page" \
+    "$PY" -c 'import sys; sys.path.insert(0, sys.argv[1]); import cdp; sys.exit(0 if cdp.browser_answers(open(sys.argv[2]).read().strip()) else 1)' \
+    "$PLUGINS/chrome" "$CRAWL_DIR/chrome/cdp_url.txt"
+
+if [ -n "$(procs_naming chrome_crashpad_handler | while read -r p; do grep -lF "$PROFILE" "/proc/$p/cmdline" 2>/dev/null; done)" ]; then
+    echo "info: chrome_crashpad_handler of this browser is running and names the profile"
+fi
+check "chrome: browser processes name the user-data-dir" test -n "$(procs_naming "$PROFILE")"
+
+T0=$SECONDS
+kill -TERM "$CHROME_PID"
+CHROME_RC=0
+wait "$CHROME_PID" || CHROME_RC=$?
+echo "info: chrome hook exited $CHROME_RC $((SECONDS - T0)) s after SIGTERM"
+check "chrome: exits 0 on SIGTERM" test "$CHROME_RC" = 0
+check "chrome: reports succeeded" out_ok "$OUT/chrome.out" 'ar["status"] == "succeeded" and ar["output_json"]["cdp_url"].startswith("ws://")'
+check "chrome: no process naming its user-data-dir within 5 s (incl. crashpad)" wait_until 5 no_procs_naming "$PROFILE"
+check "chrome: cdp_url.txt removed" test ! -e "$CRAWL_DIR/chrome/cdp_url.txt"
+
+# One-off chromium when the crawl browser is not there.
+S4=$(new_id)
+run_snapshot_hook oneoff_shot screenshot on_Snapshot__50_screenshot.py "$S4" "$BASE/news.html"
+check "screenshot: one-off chromium fallback succeeded" out_ok "$OUT/oneoff_shot.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "one-off chromium"'
+check "screenshot: one-off screenshot.png is a valid PNG" file_magic "$DATA/snapshots/$S4/screenshot/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
+run_snapshot_hook oneoff_pdf pdf on_Snapshot__60_pdf.py "$S4" "$BASE/news.html"
+check "pdf: one-off chromium fallback produced a valid PDF" file_magic "$DATA/snapshots/$S4/pdf/output.pdf" 'b"%PDF-"'
+check "one-off: no chromium left behind" wait_until 5 no_procs_naming "$WORK/tmp"
+
+# ---------------------------------------------------------------------------
+# Missing tools: skipped with a reason.
+CRAWL2=$DATA/crawls/$(new_id)
+start_chrome_hook chrome_missing "$CRAWL2" CHROME_BINARY=/nonexistent
+CHROME2_RC=0
+wait "$CHROME_PID" || CHROME2_RC=$?
+check "chrome: CHROME_BINARY=/nonexistent -> exit 0/10" test "$CHROME2_RC" = 0 -o "$CHROME2_RC" = 10
+check "chrome: CHROME_BINARY=/nonexistent -> skipped with reason" \
+    out_ok "$OUT/chrome_missing.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
+
+S5=$(new_id)
+SAVED_CRAWL_DIR=$CRAWL_DIR
+CRAWL_DIR=$CRAWL2 # the crawl whose chrome hook found no chromium
+run_snapshot_hook skip_shot_crawl screenshot on_Snapshot__50_screenshot.py "$S5" "$BASE/"
+CRAWL_DIR=$SAVED_CRAWL_DIR
+check "screenshot: skipped when the crawl's chrome found no chromium" \
+    out_ok "$OUT/skip_shot_crawl.out" 'ar["status"] == "skipped" and ar["error"]'
+check "screenshot: exit 0/10 when skipped" rc_in "$OUT/skip_shot_crawl.rc" 0 10
+
+run_snapshot_hook skip_shot screenshot on_Snapshot__50_screenshot.py "$S5" "$BASE/" CHROME_BINARY=/nonexistent
+check "screenshot: CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_shot.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
+run_snapshot_hook skip_pdf pdf on_Snapshot__60_pdf.py "$S5" "$BASE/" PDF_CHROME_BINARY=/nonexistent
+check "pdf: PDF_CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_pdf.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
+check "pdf: exit 0/10 when skipped" rc_in "$OUT/skip_pdf.rc" 0 10
+run_snapshot_hook skip_headers headers on_Snapshot__10_headers.py "$S5" "$BASE/" HEADERS_CURL_BINARY=/nonexistent
+check "headers: missing curl -> skipped" out_ok "$OUT/skip_headers.out" 'ar["status"] == "skipped" and "curl" in ar["error"]'
+run_snapshot_hook skip_html html on_Snapshot__20_html.py "$S5" "$BASE/" HTML_WGET_BINARY=/nonexistent
+check "html: missing wget -> skipped" out_ok "$OUT/skip_html.out" 'ar["status"] == "skipped" and "wget" in ar["error"]'
+
+# ---------------------------------------------------------------------------
+check "no hook created *.stdout.log / *.stderr.log / *.cmd.sh files" \
+    test -z "$(find "$DATA" -name '*.stdout.log' -o -name '*.stderr.log' -o -name '*.cmd.sh')"
+
+if [ "$FAILED" -gt 0 ]; then
+    echo "--- stderr of failing hooks is in the logs below ---"
+    for f in "$OUT"/*.err; do
+        [ -s "$f" ] || continue
+        echo "== $(basename "$f")"
+        grep -v dbus "$f" | tail -n 5
+    done
+fi
+echo "$PASSED passed, $FAILED failed"
+[ "$FAILED" -eq 0 ]
