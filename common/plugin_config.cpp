@@ -258,7 +258,8 @@ nlohmann::json load_plugin_defaults(const fs::path& plugin_dir)
 PluginConfig resolve_plugin_config(std::string_view plugin, const nlohmann::json& defaults,
                                    const nlohmann::json& crawl_config, const EnvMap& env)
 {
-    nlohmann::json base = {{"timeout", k_default_timeout_seconds}, {"enabled", true}, {"required", false}};
+    // An integer, so hooks see WGET_TIMEOUT=60 rather than 60.0 (shell arithmetic).
+    nlohmann::json base = {{"timeout", static_cast<int>(k_default_timeout_seconds)}, {"enabled", true}, {"required", false}};
     if (defaults.is_object()) {
         for (auto& [key, value] : defaults.items()) {
             base[normalize_config_key(key)] = value;
