@@ -421,11 +421,12 @@ def sweep(marker, grace=2.0):
             time.sleep(0.05)
 
 
-def stop_group(proc, grace=2.0):
-    """Terminate a Popen started with child_setup (own process group)."""
+def stop_group(proc, grace=2.0, first_signal=signal.SIGTERM):
+    """Terminate a Popen started with child_setup (own process group): the
+    first signal, `grace` seconds, then SIGKILL."""
     if proc.poll() is not None:
         return
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 2.0)):
+    for sig, wait in ((first_signal, grace), (signal.SIGKILL, 2.0)):
         try:
             os.killpg(proc.pid, sig)
         except OSError:
@@ -559,10 +560,11 @@ def capture_oneoff(binary, url, kind, out_path, deadline, width=1280, height=800
         try:
             code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
-            stop_group(proc, grace=0.5)
+            # A throwaway browser: no state worth a graceful close.
+            stop_group(proc, grace=0, first_signal=signal.SIGKILL)
             return False, "timed out waiting for the page to load"
         finally:
-            sweep(profile, grace=0.5)
+            sweep(profile, grace=0.2)
         if code != 0:
             return False, f"chromium exited with code {code}: {_tail(log_path)}"
         if not os.path.isfile(out_abs) or os.path.getsize(out_abs) == 0:
@@ -687,5 +689,5 @@ def run_capture_hook(plugin, kind, out_name, hook_file):
 def budget(timeout):
     """Seconds a hook may spend before reporting, leaving a margin inside the
     worker's timeout for cleanup and printing the result."""
-    margin = min(5.0, max(1.0, 0.15 * timeout))
+    margin = min(5.0, max(1.5, 0.15 * timeout))
     return max(0.5, timeout - margin)

@@ -3,7 +3,7 @@
 links rewritten for offline viewing.
 
 Runs: wget --page-requisites --convert-links --adjust-extension
---no-host-directories -e robots=off --timeout=T --tries=1 <url>, bounded as a
+--no-host-directories -e robots=off --timeout=T --tries=2 <url>, bounded as a
 whole by the plugin timeout. output_str is the path of the main document
 relative to this directory. Config (env, defaults from config.json):
 HTML_TIMEOUT, HTML_WGET_BINARY, HTML_USER_AGENT. See plugins/README.md.
@@ -47,7 +47,7 @@ def emit(status, output_str="", error="", output_json=None):
 
 
 def budget(timeout):
-    return max(0.5, timeout - min(5.0, max(1.0, 0.15 * timeout)))
+    return max(0.5, timeout - min(5.0, max(1.5, 0.15 * timeout)))
 
 
 # wget --no-verbose: '2025-01-01 12:00:00 URL:http://h/p [123/123] -> "p.html" [1]'
@@ -90,8 +90,10 @@ def main():
         "--no-parent",
         "-e",
         "robots=off",
-        f"--timeout={max(1, int(limit))}",
-        "--tries=1",
+        # wget's own (per read/connect) timeout stays above the overall
+        # bound below, so a stalled page is reported as a timeout of the hook.
+        f"--timeout={limit + 1:.1f}",
+        "--tries=2",  # one retry for transient errors ("No data received"); bounded below
         "--restrict-file-names=unix",
         "--directory-prefix=.",
     ]
@@ -121,7 +123,8 @@ def main():
     if main_doc and main_doc.startswith("./"):
         main_doc = main_doc[2:]
     if not main_doc or not os.path.isfile(main_doc):
-        errors = [l.strip() for l in log.splitlines() if "ERROR" in l or "failed" in l.lower()]
+        errors = [l.strip() for l in log.splitlines()
+                  if any(w in l.lower() for w in ("error", "failed", "giving up", "unable"))]
         emit("failed", error=f"wget exit {proc.returncode}: " + ("; ".join(errors[-3:]) or "page not saved"))
         return 1
     # Exit 8 (server error on some requisite) still leaves a usable page.

@@ -55,7 +55,7 @@ def emit(status, output_str="", error="", output_json=None):
 
 
 def budget(timeout):
-    return max(0.5, timeout - min(5.0, max(1.0, 0.15 * timeout)))
+    return max(0.5, timeout - min(5.0, max(1.5, 0.15 * timeout)))
 
 
 class Deadline(Exception):

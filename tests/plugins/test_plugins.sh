@@ -231,6 +231,14 @@ wait_until 10 port_open "$STALL_PORT" || { echo "stall server did not start"; ex
 echo "demo site at $BASE/, stalling page at $STALL, data in $DATA"
 
 # ---------------------------------------------------------------------------
+# The websocket client under the CDP helpers (plugins/chrome/cdp.py).
+WS_OUT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/test_cdp_websocket.py" "$PLUGINS" 2>&1) || true
+echo "$WS_OUT"
+PASSED=$((PASSED + $(grep -c '^PASS: ' <<<"$WS_OUT" || true)))
+FAILED=$((FAILED + $(grep -c '^FAIL: ' <<<"$WS_OUT" || true)))
+grep -q '^PASS: ' <<<"$WS_OUT" || { echo "FAIL: cdp websocket test did not run"; FAILED=$((FAILED + 1)); }
+
+# ---------------------------------------------------------------------------
 # headers, html, title, links on the demo index.
 S1=$(new_id)
 SNAP1=$DATA/snapshots/$S1
@@ -325,6 +333,10 @@ check "screenshot: one-off chromium fallback succeeded" out_ok "$OUT/oneoff_shot
 check "screenshot: one-off screenshot.png is a valid PNG" file_magic "$DATA/snapshots/$S4/screenshot/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
 run_snapshot_hook oneoff_pdf pdf on_Snapshot__60_pdf.py "$S4" "$BASE/news.html"
 check "pdf: one-off chromium fallback produced a valid PDF" file_magic "$DATA/snapshots/$S4/pdf/output.pdf" 'b"%PDF-"'
+run_snapshot_hook oneoff_stall_pdf pdf on_Snapshot__60_pdf.py "$S4" "$STALL" PDF_TIMEOUT=5
+check "pdf: one-off chromium on the stalled page fails with a timeout" \
+    out_ok "$OUT/oneoff_stall_pdf.out" 'ar["status"] == "failed" and "timed out" in ar["error"] and ar["output_json"]["via"] == "one-off chromium"'
+check "pdf: one-off chromium on the stalled page finished within its 5 s timeout" elapsed_below "$OUT/oneoff_stall_pdf.elapsed" 5
 check "one-off: no chromium left behind" wait_until 5 no_procs_naming "$WORK/tmp"
 
 # ---------------------------------------------------------------------------
@@ -367,6 +379,8 @@ if [ "$FAILED" -gt 0 ]; then
         echo "== $(basename "$f")"
         grep -v dbus "$f" | tail -n 5
     done
+    echo "== demo site server log (last lines)"
+    tail -n 15 "$OUT/http.log"
 fi
 echo "$PASSED passed, $FAILED failed"
 [ "$FAILED" -eq 0 ]
