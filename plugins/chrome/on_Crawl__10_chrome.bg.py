@@ -219,6 +219,13 @@ def main():
 
     remove(cdp_file)  # no new hook may pick up a browser that is going away
     if STOP["signal"] is None:
+        # A teardown that signals the whole tree at once may reach chromium
+        # first; give our own SIGTERM a moment to arrive before calling the
+        # exit unexpected.
+        grace_end = time.monotonic() + 1.0
+        while STOP["signal"] is None and time.monotonic() < grace_end:
+            time.sleep(0.05)
+    if STOP["signal"] is None:
         code = proc.returncode
         cdp.sweep(profile, grace=0.5)
         info["exit_code"] = code

@@ -202,8 +202,26 @@ cat >"$WORK/stall_server.py" <<'EOF'
 import sys, time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
+TRICKY = b"""<!DOCTYPE html><html><head><title>  Links &amp; \n  entities  </title>
+<base href="/base/dir/"></head><body>
+<a href="a.html">relative to base</a> <a href="a.html#frag">same, with fragment</a>
+<a href="../up.html">up</a> <a href="/abs.html">absolute path</a>
+<a href="https://example.org/x?q=1#y">other host</a> <a href="mailto:x@example.org">mail</a>
+<a href="javascript:void(0)">js</a> <a href="#top">fragment only</a> <a href="">empty</a>
+<area href="map.html"> <a href="ftp://example.org/f">ftp</a> <a href="http://[bad">bad</a>
+</body></html>"""
+
+
 class Handler(BaseHTTPRequestHandler):
     def do_GET(self):
+        if self.path in ("/links", "/notitle"):
+            body = TRICKY if self.path == "/links" else b"<html><body><p>no title here</p></body></html>"
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+            return
         # Status, headers and the start of a body, then nothing, forever.
         self.send_response(200)
         self.send_header("Content-Type", "text/html; charset=utf-8")
@@ -270,6 +288,22 @@ check "links: Snapshot records are exactly the 4 pages" \
     out_ok "$OUT/links.out" "ar['status'] == 'succeeded' and len(snaps) == 4 and {s['url'] for s in snaps} == $EXPECTED_LINKS"
 check "links: links.json lists the 4 pages" \
     "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if set(d['links']) == $EXPECTED_LINKS else 1)" "$SNAP1/links/links.json"
+
+# Edge cases: link resolution (base href, fragments, schemes, dedupe), a page
+# without <title>, a 404.
+STALL_BASE=http://127.0.0.1:$STALL_PORT
+run_snapshot_hook links_tricky links on_Snapshot__40_links.py "$S2" "$STALL_BASE/links"
+check "links: base href, fragments, non-http schemes, duplicates and bad URLs handled (#frag resolves against base href)" \
+    out_ok "$OUT/links_tricky.out" "[s['url'] for s in snaps] == ['$STALL_BASE/base/dir/a.html', '$STALL_BASE/base/up.html', '$STALL_BASE/abs.html', 'https://example.org/x?q=1', '$STALL_BASE/base/dir/', '$STALL_BASE/base/dir/map.html']"
+run_snapshot_hook title_tricky title on_Snapshot__30_title.py "$S2" "$STALL_BASE/links"
+check "title: entities decoded, whitespace collapsed" out_ok "$OUT/title_tricky.out" 'ar["output_str"] == "Links & entities"'
+S6=$(new_id)
+run_snapshot_hook title_none title on_Snapshot__30_title.py "$S6" "$STALL_BASE/notitle"
+check "title: page without <title> -> noresults, no title record" out_ok "$OUT/title_none.out" 'ar["status"] == "noresults" and not snaps'
+run_snapshot_hook headers_404 headers on_Snapshot__10_headers.py "$S6" "$BASE/missing.html"
+check "headers: a 404 is recorded (succeeded, status 404)" out_ok "$OUT/headers_404.out" 'ar["status"] == "succeeded" and ar["output_json"]["status"] == 404'
+run_snapshot_hook html_404 html on_Snapshot__20_html.py "$S6" "$BASE/missing.html"
+check "html: a 404 page -> failed" out_ok "$OUT/html_404.out" 'ar["status"] == "failed" and "404" in ar["error"]'
 
 # ---------------------------------------------------------------------------
 # The crawl's chromium, and screenshot / pdf through it.
