@@ -626,6 +626,9 @@ def run_capture_hook(plugin, kind, out_name, hook_file):
         except (TypeError, ValueError):
             return float(default)
 
+    if not http_url(args.url):
+        emit("skipped", output_str="not an http(s) URL", error=f"unsupported URL (only http and https): {args.url[:200]}")
+        return 0
     timeout = max(1.0, num("timeout", 60))
     deadline = started + budget(timeout)
     width, height = int(num("width", 1280)), int(num("height", 800))
@@ -684,6 +687,15 @@ def run_capture_hook(plugin, kind, out_name, hook_file):
         return 0
     ok, error = capture_oneoff(binary, args.url, kind, out_path, deadline, width=width, height=height)
     return finish(ok, "one-off chromium", error)
+
+
+def http_url(url):
+    """Only http(s) URLs are archived (no file://, no option-looking text)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and not url.startswith("-")
 
 
 def budget(timeout):

@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.parse
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 
@@ -46,6 +47,15 @@ def emit(status, output_str="", error="", output_json=None):
     print(json.dumps(record), flush=True)
 
 
+def http_url(url):
+    """Only http(s) URLs are archived (no file://, no option-looking text)."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+    except ValueError:
+        return False
+    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and not url.startswith("-")
+
+
 def budget(timeout):
     return max(0.5, timeout - min(5.0, max(1.5, 0.15 * timeout)))
 
@@ -66,6 +76,9 @@ def main():
     parser = argparse.ArgumentParser(add_help=False)
     parser.add_argument("--url", required=True)
     args, _ = parser.parse_known_args()
+    if not http_url(args.url):
+        emit("skipped", output_str="not an http(s) URL", error=f"unsupported URL (only http and https): {args.url[:200]}")
+        return 0
     started = time.monotonic()
 
     try:

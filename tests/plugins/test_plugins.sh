@@ -402,6 +402,19 @@ check "headers: missing curl -> skipped" out_ok "$OUT/skip_headers.out" 'ar["sta
 run_snapshot_hook skip_html html on_Snapshot__20_html.py "$S5" "$BASE/" HTML_WGET_BINARY=/nonexistent
 check "html: missing wget -> skipped" out_ok "$OUT/skip_html.out" 'ar["status"] == "skipped" and "wget" in ar["error"]'
 
+# Non-http(s) URLs are refused (no file:// reads, no option-looking URLs).
+S7=$(new_id)
+for spec in headers:on_Snapshot__10_headers.py html:on_Snapshot__20_html.py title:on_Snapshot__30_title.py \
+    links:on_Snapshot__40_links.py screenshot:on_Snapshot__50_screenshot.py pdf:on_Snapshot__60_pdf.py; do
+    plugin=${spec%%:*}
+    run_snapshot_hook "file_$plugin" "$plugin" "${spec#*:}" "$S7" "file:///etc/passwd"
+    run_snapshot_hook "dash_$plugin" "$plugin" "${spec#*:}" "$S7" "--disable-web-security"
+    check "$plugin: file:// and option-looking URLs -> skipped, nothing written" \
+        bash -c '"$0" -c "$1" "$2" "$4" && "$0" -c "$1" "$2" "$5" && [ -z "$(ls -A "$3")" ]' \
+        "$PY" "$PYQ" 'ar["status"] == "skipped" and "unsupported URL" in ar["error"]' \
+        "$DATA/snapshots/$S7/$plugin" "$OUT/file_$plugin.out" "$OUT/dash_$plugin.out"
+done
+
 # ---------------------------------------------------------------------------
 check "no hook created *.stdout.log / *.stderr.log / *.cmd.sh files" \
     test -z "$(find "$DATA" -name '*.stdout.log' -o -name '*.stderr.log' -o -name '*.cmd.sh')"
