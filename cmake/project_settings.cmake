@@ -4,6 +4,7 @@ target_compile_features(project_settings INTERFACE cxx_std_17)
 target_include_directories(project_settings INTERFACE ${PROJECT_SOURCE_DIR} ${PROJECT_BINARY_DIR})
 target_compile_definitions(project_settings INTERFACE
   PROJECT_VERSION_STRING="${PROJECT_VERSION}"
+  ORCH_DEFAULT_PLUGINS_DIR="${PROJECT_SOURCE_DIR}/plugins"
   BOOST_PROCESS_V2_HEADER_ONLY=1
   BOOST_PROCESS_USE_STD_FS=1
   BOOST_ASIO_NO_DEPRECATED=1)

@@ -30,6 +30,9 @@ struct SchemaMismatch : Error {
 struct NotFound : Error {
     explicit NotFound(const std::string& m) : Error(ExitCode::not_found, m) {}
 };
+struct LeaseLost : Error {
+    explicit LeaseLost(const std::string& m) : Error(ExitCode::lease_lost, m) {}
+};
 struct InvalidInput : Error {
     explicit InvalidInput(const std::string& m) : Error(ExitCode::invalid_input, m) {}
 };

@@ -1,27 +1,167 @@
 #include "snapshot_worker/snapshot_worker.hpp"
 
 #include "common/database.hpp"
+#include "common/env_map.hpp"
 #include "common/errors.hpp"
+#include "common/hook_discovery.hpp"
 #include "common/ids.hpp"
+#include "common/lease.hpp"
+#include "common/log.hpp"
+#include "common/machine.hpp"
 #include "common/migrate.hpp"
+#include "common/plugin_config.hpp"
+#include "common/plugin_roots.hpp"
+#include "common/self_registration.hpp"
+#include "common/stop_signals.hpp"
+#include "common/supervisor.hpp"
+#include "snapshot_worker/snapshot_run.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
+#include "snapshot_worker/url_filter.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace orch {
+namespace {
+
+// Enabled Snapshot hooks with their effective config. Everything that can be
+// wrong with plugins (unreadable dirs, malformed config.json) is found here,
+// before the snapshot is claimed, so bad configuration changes nothing.
+std::vector<PlannedHook> plan_hooks(const SnapshotWorkerOptions& options, const nlohmann::json& crawl_config)
+{
+    auto roots = plugin_roots(options.plugins_dir);
+    auto catalog = discover_hooks(roots.builtin, roots.user);
+    auto env = current_environment();
+    std::map<std::string, PluginConfig> configs;
+    for (const auto& plugin : catalog.plugins) {
+        configs.emplace(plugin.name,
+                        resolve_plugin_config(plugin.name, load_plugin_defaults(plugin.dir), crawl_config, env));
+    }
+    std::vector<PlannedHook> planned;
+    for (const auto& hook : catalog.for_event("Snapshot")) {
+        const auto& config = configs.at(hook.plugin);
+        if (!config.enabled) {
+            log::debug("hook disabled by config", {{"hook", hook.id()}});
+            continue;
+        }
+        planned.push_back(PlannedHook{hook, config, {}});
+    }
+    return planned;
+}
+
+std::size_t env_size(const char* name, std::size_t fallback, std::size_t max)
+{
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        long n = std::atol(v);
+        if (n >= 1 && static_cast<std::size_t>(n) <= max) {
+            return static_cast<std::size_t>(n);
+        }
+        throw ConfigError(fmt::format("{} must be a number from 1 to {}, got '{}'", name, max, v));
+    }
+    return fallback;
+}
+
+} // namespace
 
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options)
 {
     auto snapshot_id = require_uuid(options.snapshot_id, "snapshot id");
+    std::optional<std::string> adopt;
+    if (!options.process_id.empty()) {
+        adopt = require_uuid(options.process_id, "process id");
+    }
+    StopSignals stop;
     auto data_dir = prepare_data_dir(common);
     auto db = Database::open(common, data_dir);
-    require_current_schema(db.conn());
-    {
-        pqxx::read_transaction tx(db.conn());
-        if (tx.exec_params("SELECT 1 FROM snapshot WHERE id = $1", snapshot_id).empty()) {
-            throw NotFound(fmt::format("snapshot {} not found", snapshot_id));
-        }
+    auto& conn = db.conn();
+    require_current_schema(conn);
+    log::set_context("snapshot", snapshot_id);
+
+    SnapshotStore store(conn, snapshot_id);
+    auto snapshot = store.load();
+    if (!snapshot) {
+        throw NotFound(fmt::format("snapshot {} not found", snapshot_id));
     }
-    throw Error(ExitCode::internal_error, "snapshot_worker: running hooks is not implemented yet");
+    if (snapshot->status == "sealed") {
+        log::info("snapshot already sealed; nothing to do");
+        return ExitCode::ok;
+    }
+    auto planned = plan_hooks(options, snapshot->crawl_config);
+    UrlFilter filter(snapshot->crawl_config);
+    auto parallelism = env_size("HOOK_PARALLELISM", 1, 64);
+    auto teardown_grace = std::chrono::milliseconds(
+        static_cast<long long>(env_size("TEARDOWN_GRACE", 10, 3600)) * 1000);
+
+    auto machine = detect_machine(optional_machine_id(common));
+    register_machine(conn, machine, std::nullopt);
+    SelfRegistration reg;
+    reg.machine_id = machine.id;
+    reg.adopt_id = adopt;
+    reg.worker_type = "snapshot";
+    reg.crawl_id = snapshot->crawl_id;
+    reg.snapshot_id = snapshot_id;
+    reg.data_dir = data_dir.string();
+    auto self = register_self(conn, reg);
+    log::set_context("self", self.id);
+
+    ExitCode code = ExitCode::internal_error;
+    try {
+        auto lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
+        if (!lease) {
+            log::warn("snapshot is leased by another worker (or no longer runnable); not running it");
+            code = ExitCode::lease_lost;
+            close_self(conn, self, to_int(code));
+            return code;
+        }
+        store.set_owner(self.id);
+        SupervisorOptions sup;
+        sup.machine_id = machine.id;
+        sup.self_row_id = self.id;
+        sup.containment.scope = containment_scope(data_dir.string());
+        sup.teardown_grace = teardown_grace;
+        Supervisor supervisor(conn, sup);
+
+        std::vector<Hook> hooks;
+        for (const auto& p : planned) {
+            hooks.push_back(p.hook);
+        }
+        auto results = store.ensure_results(hooks);
+        std::vector<PlannedHook> todo;
+        for (auto& p : planned) {
+            const auto& state = results.at(p.hook.id());
+            p.result_id = state.id;
+            // A rerun after a crash never repeats what already finished well.
+            if (state.status == "succeeded" || state.status == "skipped" || state.status == "noresults") {
+                continue;
+            }
+            todo.push_back(p);
+        }
+        SnapshotRun::Context ctx;
+        ctx.snapshot = *snapshot;
+        ctx.data_dir = data_dir;
+        ctx.snap_dir = data_dir / "snapshots" / snapshot_id;
+        ctx.crawl_dir = data_dir / "crawls" / snapshot->crawl_id;
+        ctx.parallelism = parallelism;
+        ctx.teardown_grace = teardown_grace;
+        SnapshotRun run(ctx, supervisor, store, *lease, conn, stop, filter);
+        log::info("running snapshot", {{"url", snapshot->url},
+                                       {"hooks", std::to_string(todo.size())},
+                                       {"attempt", std::to_string(lease->attempts())}});
+        code = run.run(todo);
+        if (code == ExitCode::ok) {
+            auto outcome = store.seal();
+            log::info("snapshot sealed", {{"outcome", outcome}});
+        } else {
+            lease->release(conn);
+            log::warn("snapshot released for a later run");
+        }
+    } catch (const LeaseLost& e) {
+        log::warn(e.what());
+        code = ExitCode::lease_lost;
+    }
+    close_self(conn, self, to_int(code));
+    return code;
 }
 
 } // namespace orch

@@ -1,0 +1,88 @@
+#include "common/lease.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace orch {
+namespace {
+
+// Table names come from the enum, never from input, so composing them is safe.
+const char* table_name(LeaseTable table)
+{
+    return table == LeaseTable::crawl ? "crawl" : "snapshot";
+}
+
+} // namespace
+
+Lease::Lease(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts)
+    : m_table(table), m_item_id(std::move(item_id)), m_owner(std::move(owner)), m_ttl(ttl), m_attempts(attempts)
+{
+}
+
+std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                  const std::string& owner, std::chrono::seconds ttl)
+{
+    pqxx::work tx(conn);
+    auto r = tx.exec_params(
+        fmt::format("UPDATE {} SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3), "
+                    " status = CASE WHEN status = 'queued' THEN 'started' ELSE status END, "
+                    " started_at = coalesce(started_at, now()), attempts = attempts + 1, modified_at = now() "
+                    "WHERE id = $1 AND status IN ('queued', 'started') "
+                    "  AND (lease_owner IS NULL OR lease_owner = $2 OR lease_expires_at < now()) "
+                    "RETURNING attempts",
+                    table_name(table)),
+        item_id, owner, static_cast<double>(ttl.count()));
+    tx.commit();
+    if (r.empty()) {
+        return std::nullopt;
+    }
+    return Lease(table, item_id, owner, ttl, r[0][0].as<int>());
+}
+
+bool Lease::renew(pqxx::connection& conn)
+{
+    pqxx::work tx(conn);
+    auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
+                                        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                                        table_name(m_table)),
+                            m_item_id, m_owner, static_cast<double>(m_ttl.count()));
+    tx.commit();
+    m_renewed = Clock::now();
+    return !r.empty();
+}
+
+bool Lease::renewal_due(Clock::time_point now) const
+{
+    return now >= next_renewal();
+}
+
+Lease::Clock::time_point Lease::next_renewal() const
+{
+    return m_renewed + m_ttl / 3;
+}
+
+bool Lease::release(pqxx::connection& conn)
+{
+    pqxx::work tx(conn);
+    auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
+                                        " retry_at = now(), modified_at = now() "
+                                        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                                        table_name(m_table)),
+                            m_item_id, m_owner);
+    tx.commit();
+    return !r.empty();
+}
+
+std::chrono::seconds lease_ttl_from_env()
+{
+    if (const char* v = std::getenv("LEASE_TTL"); v != nullptr) {
+        int s = std::atoi(v);
+        if (s >= 2 && s <= 3600) {
+            return std::chrono::seconds(s);
+        }
+    }
+    return std::chrono::seconds(30);
+}
+
+} // namespace orch

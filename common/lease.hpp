@@ -1,0 +1,57 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <optional>
+#include <string>
+
+namespace orch {
+
+// Which queue table a lease is on. Both have lease_owner / lease_expires_at.
+enum class LeaseTable { crawl, snapshot };
+
+// An explicit, expiring claim of one crawl or snapshot row by one process row.
+// Fencing rule: the holder writes the item (and its children) only in statements
+// conditioned on still holding the lease; a lease that expired and was taken by
+// another process makes those statements match nothing, and the holder stops.
+class Lease {
+public:
+    using Clock = std::chrono::steady_clock;
+
+    // Claims `item_id` for `owner` (a process.id) if it is not sealed and its lease
+    // is free, expired, or already ours. Moves a queued item to started and counts
+    // an attempt. Returns nullopt when another live lease holds it, or the item is
+    // sealed or paused. Commits its own transaction.
+    static std::optional<Lease> claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                      const std::string& owner, std::chrono::seconds ttl);
+
+    // Extends the lease. False when it was lost (expired and taken, or cleared).
+    bool renew(pqxx::connection& conn);
+    // True when a third of the TTL has passed since the last renewal.
+    bool renewal_due(Clock::time_point now = Clock::now()) const;
+    // When the next renewal is due.
+    Clock::time_point next_renewal() const;
+    // Gives the item back, due now, so another worker can resume it. False if already lost.
+    bool release(pqxx::connection& conn);
+
+    const std::string& item_id() const { return m_item_id; }
+    const std::string& owner() const { return m_owner; }
+    LeaseTable table() const { return m_table; }
+    int attempts() const { return m_attempts; }
+    std::chrono::seconds ttl() const { return m_ttl; }
+
+private:
+    Lease(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts);
+    LeaseTable m_table;
+    std::string m_item_id;
+    std::string m_owner;
+    std::chrono::seconds m_ttl;
+    int m_attempts;
+    Clock::time_point m_renewed = Clock::now();
+};
+
+// Lease TTL from LEASE_TTL (seconds, 2..3600), default 30 s.
+std::chrono::seconds lease_ttl_from_env();
+
+} // namespace orch

@@ -1,0 +1,80 @@
+#include "common/self_registration.hpp"
+
+#include "common/errors.hpp"
+#include "common/machine.hpp"
+#include "common/pidfd.hpp"
+#include "common/process_identity.hpp"
+#include "common/process_table.hpp"
+#include "common/random_id.hpp"
+
+#include <fmt/format.h>
+
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <unistd.h>
+
+namespace orch {
+namespace {
+
+std::vector<std::string> own_argv()
+{
+    std::ifstream in("/proc/self/cmdline");
+    std::vector<std::string> out;
+    std::string arg;
+    while (std::getline(in, arg, '\0')) {
+        out.push_back(arg);
+    }
+    return out;
+}
+
+} // namespace
+
+SelfRow register_self(pqxx::connection& conn, const SelfRegistration& reg)
+{
+    if (reg.adopt_id) {
+        pqxx::work tx(conn);
+        auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
+                                " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
+                                " heartbeat_at = now() "
+                                "WHERE id = $1 AND machine_id = $2 AND status <> 'exited' RETURNING id",
+                                *reg.adopt_id, reg.machine_id, reg.worker_type, reg.crawl_id, reg.snapshot_id);
+        tx.commit();
+        if (r.empty()) {
+            throw NotFound(fmt::format("process row {} to adopt not found on this machine (or already exited)",
+                                       *reg.adopt_id));
+        }
+        return SelfRow{*reg.adopt_id, false};
+    }
+    auto self = Pidfd::open(::getpid());
+    auto identity = capture_identity(*self, read_boot_id(), std::nullopt);
+    process_table::NewRow row;
+    row.id = random_uuid();
+    row.machine_id = reg.machine_id;
+    row.process_type = reg.process_type;
+    row.cmd = own_argv();
+    row.pwd = std::filesystem::current_path().string();
+    row.crawl_id = reg.crawl_id;
+    row.snapshot_id = reg.snapshot_id;
+    process_table::insert_running(conn, row, *identity, ::getpgrp());
+    pqxx::work tx(conn);
+    tx.exec_params0("UPDATE process SET worker_type = $2, data_dir = $3 WHERE id = $1", row.id, reg.worker_type,
+                    reg.data_dir);
+    tx.commit();
+    return SelfRow{row.id, true};
+}
+
+void close_self(pqxx::connection& conn, const SelfRow& self, int exit_code)
+{
+    if (!self.owned) {
+        return;
+    }
+    process_table::mark_exited(conn, self.id, {exit_code, std::nullopt, "exited", {}, {}});
+}
+
+std::string containment_scope(const std::string& data_dir)
+{
+    return fmt::format("d{:016x}", std::hash<std::string>{}(data_dir));
+}
+
+} // namespace orch

@@ -1,0 +1,273 @@
+#include "snapshot_worker/snapshot_run.hpp"
+
+#include "common/env_map.hpp"
+#include "common/errors.hpp"
+#include "common/hook_argv.hpp"
+#include "common/hook_env.hpp"
+#include "common/hook_output.hpp"
+#include "common/hook_result.hpp"
+#include "common/log.hpp"
+#include "common/output_files.hpp"
+
+#include <fmt/format.h>
+
+#include <poll.h>
+
+namespace orch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::chrono::milliseconds until(Clock::time_point t)
+{
+    auto d = std::chrono::duration_cast<std::chrono::milliseconds>(t - Clock::now());
+    return std::max(d, std::chrono::milliseconds(0));
+}
+
+std::filesystem::path stdout_log(const std::filesystem::path& dir, const std::string& name, const std::string& row)
+{
+    return dir / (name + "." + row + ".stdout.log");
+}
+
+} // namespace
+
+SnapshotRun::SnapshotRun(Context context, Supervisor& supervisor, SnapshotStore& store, Lease& lease,
+                         pqxx::connection& conn, StopSignals& stop, const UrlFilter& filter)
+    : m_ctx(std::move(context)), m_supervisor(supervisor), m_store(store), m_lease(lease), m_conn(conn), m_stop(stop),
+      m_filter(filter)
+{
+}
+
+std::filesystem::path SnapshotRun::hook_dir(const PlannedHook& planned) const
+{
+    return m_ctx.snap_dir / planned.hook.plugin;
+}
+
+std::size_t SnapshotRun::running_foreground() const
+{
+    return static_cast<std::size_t>(
+        std::count_if(m_running.begin(), m_running.end(), [](const auto& kv) { return !kv.second.background; }));
+}
+
+ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
+{
+    try {
+        std::size_t i = 0;
+        while (i < hooks.size() && !m_stopping) {
+            // One step: every hook with the same step number.
+            int step = hooks[i].hook.step;
+            std::vector<const PlannedHook*> queue;
+            for (; i < hooks.size() && hooks[i].hook.step == step; ++i) {
+                queue.push_back(&hooks[i]);
+            }
+            std::size_t next = 0;
+            while (!m_stopping && (next < queue.size() || running_foreground() > 0)) {
+                while (!m_stopping && next < queue.size() &&
+                       (queue[next]->hook.background || running_foreground() < m_ctx.parallelism)) {
+                    launch(*queue[next], queue[next]->hook.background);
+                    ++next;
+                }
+                if (running_foreground() == 0) {
+                    continue;
+                }
+                auto earliest = Clock::time_point::max();
+                for (const auto& [row, r] : m_running) {
+                    if (!r.background) {
+                        earliest = std::min(earliest, r.deadline);
+                    }
+                }
+                if (Clock::now() >= earliest) {
+                    // A foreground hook ran out of time: SIGTERM, grace, SIGKILL of its tree.
+                    for (auto it = m_running.begin(); it != m_running.end();) {
+                        auto current = it++;
+                        if (!current->second.background && Clock::now() >= current->second.deadline) {
+                            auto row = current->first;
+                            auto outcome = m_supervisor.wait(row, std::chrono::milliseconds(0), m_ctx.teardown_grace);
+                            outcome.timed_out = true;
+                            finish(row, outcome);
+                        }
+                    }
+                    continue;
+                }
+                wait_for_events(earliest);
+                collect_finished();
+            }
+        }
+        if (m_stopping) {
+            stop_everything(true);
+            return ExitCode::interrupted;
+        }
+        // Every foreground hook is done: end the background ones, each within its own deadline.
+        std::vector<std::string> background;
+        for (const auto& [row, r] : m_running) {
+            background.push_back(row);
+        }
+        if (!background.empty()) {
+            auto outcomes = m_supervisor.teardown(background, m_ctx.teardown_grace);
+            for (const auto& o : outcomes) {
+                finish(o.row_id, o);
+            }
+        }
+        collect_finished();
+        return ExitCode::ok;
+    } catch (const LeaseLost&) {
+        // Not ours any more: stop our hooks without writing results.
+        m_supervisor.teardown({}, m_ctx.teardown_grace);
+        m_running.clear();
+        throw;
+    }
+}
+
+void SnapshotRun::launch(const PlannedHook& planned, bool background)
+{
+    auto dir = hook_dir(planned);
+    std::filesystem::create_directories(dir);
+    HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, m_ctx.snap_dir};
+    auto env = build_hook_env(planned.config, hc, current_environment());
+    LaunchRequest req;
+    req.argv = build_hook_argv(planned.hook, HookArguments{m_ctx.snapshot.url, m_ctx.snapshot.id, m_ctx.snapshot.crawl_id});
+    req.env = env;
+    req.pwd = dir;
+    req.log_dir = dir;
+    req.name = planned.hook.file_name;
+    req.timeout_s = std::chrono::duration<double>(planned.config.timeout).count();
+    req.plugin = planned.hook.plugin;
+    req.hook_name = planned.hook.id();
+    req.crawl_id = m_ctx.snapshot.crawl_id;
+    req.snapshot_id = m_ctx.snapshot.id;
+    req.archive_result_id = planned.result_id;
+
+    if (!planned.hook.problem.empty()) {
+        record(planned, std::nullopt, {}, planned.hook.problem);
+        return;
+    }
+    auto result = m_supervisor.launch(req);
+    if (!result.started()) {
+        record(planned, std::nullopt, result.row_id, result.failure->message);
+        return;
+    }
+    m_store.mark_started(planned.result_id, result.row_id);
+    log::info("hook started", {{"hook", planned.hook.id()},
+                               {"process", result.row_id},
+                               {"pid", std::to_string(result.pid)},
+                               {"background", background ? "yes" : "no"}});
+    m_running[result.row_id] = Running{&planned, result.row_id, Clock::now() + planned.config.timeout, background};
+}
+
+void SnapshotRun::wait_for_events(Clock::time_point deadline)
+{
+    auto wake = std::min(deadline, m_lease.next_renewal());
+    pollfd fds[2] = {{m_supervisor.epoll_fd(), POLLIN, 0}, {m_stop.fd(), POLLIN, 0}};
+    auto timeout = until(wake);
+    int rc = ::poll(fds, 2, static_cast<int>(std::min<long long>(timeout.count() + 1, 60'000)));
+    if (rc < 0 && errno != EINTR) {
+        throw_errno("poll");
+    }
+    if (m_stop.take() > 0 && !m_stopping) {
+        log::warn("stop requested: no new hooks, tearing down what runs");
+        m_stopping = true;
+    }
+    m_supervisor.process_events();
+    if (m_lease.renewal_due()) {
+        if (!m_lease.renew(m_conn)) {
+            throw LeaseLost(fmt::format("lost the lease on snapshot {}", m_ctx.snapshot.id));
+        }
+    }
+}
+
+void SnapshotRun::collect_finished()
+{
+    for (const auto& outcome : m_supervisor.take_finished()) {
+        finish(outcome.row_id, outcome);
+    }
+}
+
+void SnapshotRun::finish(const std::string& row_id, const ProcessOutcome& outcome)
+{
+    auto it = m_running.find(row_id);
+    if (it == m_running.end()) {
+        return;
+    }
+    const PlannedHook& planned = *it->second.planned;
+    m_running.erase(it);
+    record(planned, outcome, row_id, {});
+}
+
+void SnapshotRun::record(const PlannedHook& planned, const std::optional<ProcessOutcome>& outcome,
+                         const std::string& row_id, const std::string& start_error)
+{
+    auto dir = hook_dir(planned);
+    HookOutput output;
+    HookEnd end;
+    if (!outcome) {
+        end = HookEnd::not_started(start_error);
+    } else {
+        if (outcome->exit_code) {
+            end.exit = ProcessExit{*outcome->exit_code, outcome->term_signal};
+        } else if (outcome->term_signal) {
+            end.exit = ProcessExit{128 + *outcome->term_signal, outcome->term_signal};
+        } else {
+            end.exit = ProcessExit{0, std::nullopt};
+        }
+        if (outcome->timed_out || outcome->end_reason == "timed_out") {
+            end.timed_out_after = planned.config.timeout;
+        }
+        end.torn_down = outcome->end_reason == "killed_on_teardown" || planned.hook.background;
+        try {
+            output = parse_hook_output_file(stdout_log(dir, planned.hook.file_name, row_id));
+        } catch (const std::exception& e) {
+            output.errors.push_back(fmt::format("cannot read hook output: {}", e.what()));
+        }
+    }
+    auto result = decide_hook_result(output, end);
+    OutputFiles files;
+    try {
+        files = list_output_files(dir);
+    } catch (const std::exception& e) {
+        log::warn("cannot list output files", {{"hook", planned.hook.id()}, {"error", e.what()}});
+    }
+    m_store.record(planned.result_id, result, files);
+    for (const auto& note : output.notes) {
+        log::debug("hook output note", {{"hook", planned.hook.id()}, {"note", note}});
+    }
+    if (output.title) {
+        m_store.set_title(*output.title);
+    }
+    if (!output.discovered.empty()) {
+        int depth = m_ctx.snapshot.depth + 1;
+        if (depth > m_ctx.snapshot.max_depth) {
+            log::info("discovered URLs not followed: crawl max depth reached",
+                      {{"hook", planned.hook.id()}, {"count", std::to_string(output.discovered.size())}});
+        } else {
+            auto urls = m_filter.accept(output.discovered, planned.hook.id());
+            int added = m_store.add_children(urls, depth, m_ctx.snapshot.max_urls);
+            log::info("discovered URLs", {{"hook", planned.hook.id()},
+                                          {"found", std::to_string(output.discovered.size())},
+                                          {"added", std::to_string(added)}});
+        }
+    }
+    log::info("hook finished", {{"hook", planned.hook.id()},
+                                {"process", row_id},
+                                {"status", std::string(to_string(result.status))},
+                                {"error", result.error.value_or("")}});
+}
+
+void SnapshotRun::stop_everything(bool requeue)
+{
+    std::vector<std::string> rows;
+    for (const auto& [row, r] : m_running) {
+        rows.push_back(row);
+    }
+    std::map<std::string, Running> was_running = m_running;
+    m_running.clear();
+    if (!rows.empty()) {
+        m_supervisor.teardown(rows, m_ctx.teardown_grace);
+    }
+    if (requeue) {
+        for (const auto& [row, r] : was_running) {
+            m_store.requeue(r.planned->result_id, "interrupted: the snapshot worker was stopped");
+        }
+    }
+}
+
+} // namespace orch

@@ -1,0 +1,81 @@
+#pragma once
+
+#include "common/exit_codes.hpp"
+#include "common/hook_discovery.hpp"
+#include "common/lease.hpp"
+#include "common/plugin_config.hpp"
+#include "common/stop_signals.hpp"
+#include "common/supervisor.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
+#include "snapshot_worker/url_filter.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+// A hook of this snapshot, ready to run: its effective config and its result row.
+struct PlannedHook {
+    Hook hook;
+    PluginConfig config;
+    std::string result_id;
+};
+
+// Runs the planned hooks of one claimed snapshot step by step and records their
+// results; the caller seals. Foreground hooks of a step run up to `parallelism`
+// at a time and are awaited with their timeout; background hooks are tracked
+// and torn down at the end. Throws LeaseLost when the lease is gone (after
+// tearing down what it started).
+class SnapshotRun {
+public:
+    struct Context {
+        SnapshotRecord snapshot;
+        std::filesystem::path data_dir;
+        std::filesystem::path snap_dir;
+        std::filesystem::path crawl_dir;
+        std::size_t parallelism = 1;
+        std::chrono::milliseconds teardown_grace{10'000};
+    };
+
+    SnapshotRun(Context context, Supervisor& supervisor, SnapshotStore& store, Lease& lease, pqxx::connection& conn,
+                StopSignals& stop, const UrlFilter& filter);
+
+    // Returns ok when every hook ran (the snapshot may be sealed), interrupted
+    // when a stop signal or a crawl cancellation cut it short (unfinished results
+    // requeued).
+    ExitCode run(const std::vector<PlannedHook>& hooks);
+
+private:
+    struct Running {
+        const PlannedHook* planned;
+        std::string row_id;
+        std::chrono::steady_clock::time_point deadline;
+        bool background;
+    };
+
+    void launch(const PlannedHook& planned, bool background);
+    void wait_for_events(std::chrono::steady_clock::time_point until);
+    void collect_finished();
+    void finish(const std::string& row_id, const ProcessOutcome& outcome);
+    void record(const PlannedHook& planned, const std::optional<ProcessOutcome>& outcome, const std::string& row_id,
+                const std::string& start_error);
+    void stop_everything(bool requeue);
+    std::size_t running_foreground() const;
+    std::filesystem::path hook_dir(const PlannedHook& planned) const;
+
+    Context m_ctx;
+    Supervisor& m_supervisor;
+    SnapshotStore& m_store;
+    Lease& m_lease;
+    pqxx::connection& m_conn;
+    StopSignals& m_stop;
+    const UrlFilter& m_filter;
+    std::map<std::string, Running> m_running; // by process row id
+    bool m_stopping = false;
+};
+
+} // namespace orch

@@ -1,0 +1,67 @@
+#pragma once
+
+#include "common/hook_discovery.hpp"
+#include "common/hook_result.hpp"
+#include "common/output_files.hpp"
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+// One snapshot and the crawl settings that govern it, as read at start.
+struct SnapshotRecord {
+    std::string id;
+    std::string crawl_id;
+    std::string url;
+    int depth = 0;
+    std::string status;            // queued | started | sealed
+    int max_depth = 0;             // of the crawl
+    std::optional<int> max_urls;   // of the crawl
+    nlohmann::json crawl_config = nlohmann::json::object();
+    bool crawl_cancelled = false;
+};
+
+struct ResultState {
+    std::string id;
+    std::string status;
+};
+
+// The snapshot's rows, written only while `owner` holds the snapshot's lease:
+// every write checks the lease under a row lock in the same statement and throws
+// LeaseLost when it no longer holds. Each call commits its own transaction.
+class SnapshotStore {
+public:
+    SnapshotStore(pqxx::connection& conn, std::string snapshot_id);
+
+    // Reads the snapshot and its crawl; nullopt if there is no such snapshot.
+    std::optional<SnapshotRecord> load();
+    void set_owner(std::string owner) { m_owner = std::move(owner); }
+
+    // One queued archive_result per hook (idempotent); returns every result by hook id.
+    std::map<std::string, ResultState> ensure_results(const std::vector<Hook>& hooks);
+    void mark_started(const std::string& result_id, const std::string& process_id);
+    void record(const std::string& result_id, const HookResult& result, const OutputFiles& files);
+    // Puts an interrupted hook's result back to queued so a resumed run reruns it.
+    void requeue(const std::string& result_id, const std::string& why);
+    void set_title(const std::string& title);
+    // Inserts child snapshots at `depth` (already validated and filtered), honouring
+    // the crawl's max_urls; duplicates are ignored. Returns how many were added.
+    int add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls);
+    // Seals the snapshot with the outcome derived from its results; returns that outcome.
+    std::string seal();
+
+private:
+    void require(const pqxx::result& r, const char* what) const;
+    pqxx::connection& m_conn;
+    std::string m_snapshot_id;
+    std::string m_crawl_id;
+    std::string m_owner;
+};
+
+} // namespace orch
