@@ -1,0 +1,145 @@
+#include "common/cgroup_leaf.hpp"
+
+#include "common/errors.hpp"
+#include "common/log.hpp"
+
+#include <chrono>
+#include <csignal>
+#include <fstream>
+#include <thread>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace orch {
+namespace {
+
+void write_file(const std::filesystem::path& path, const std::string& value)
+{
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CLOEXEC));
+    if (!fd) {
+        throw_errno("open " + path.string());
+    }
+    if (::write(fd.get(), value.data(), value.size()) != static_cast<ssize_t>(value.size())) {
+        throw_errno("write " + path.string());
+    }
+}
+
+std::string read_file(const std::filesystem::path& path)
+{
+    std::ifstream in(path);
+    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+} // namespace
+
+CgroupLeaf::CgroupLeaf(std::filesystem::path dir, Kind kind) : m_dir(std::move(dir)), m_kind(kind)
+{
+    m_procs.reset(::open((m_dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    if (!m_procs) {
+        throw_errno("open " + (m_dir / "cgroup.procs").string());
+    }
+    if (m_kind == Kind::cgroup2) {
+        m_events.reset(::open((m_dir / "cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+        if (!m_events) {
+            throw_errno("open " + (m_dir / "cgroup.events").string());
+        }
+    }
+    m_removed = false;
+}
+
+CgroupLeaf CgroupLeaf::create(const std::filesystem::path& dir, Kind kind)
+{
+    std::error_code ec;
+    std::filesystem::create_directories(dir, ec);
+    if (ec) {
+        throw std::system_error(ec, "mkdir " + dir.string());
+    }
+    return CgroupLeaf(dir, kind);
+}
+
+CgroupLeaf CgroupLeaf::adopt(const std::filesystem::path& dir, Kind kind)
+{
+    return CgroupLeaf(dir, kind);
+}
+
+CgroupLeaf::~CgroupLeaf()
+{
+    if (m_removed) {
+        return;
+    }
+    try {
+        if (populated()) {
+            log::warn("cgroup leaf still populated on release; killing it", {{"cgroup", m_dir.string()}});
+            kill();
+        }
+        remove();
+    } catch (const std::exception& e) {
+        log::error("cgroup leaf cleanup failed", {{"cgroup", m_dir.string()}, {"error", e.what()}});
+    }
+}
+
+std::vector<pid_t> CgroupLeaf::members() const
+{
+    std::vector<pid_t> pids;
+    std::ifstream in(m_dir / "cgroup.procs");
+    pid_t pid = 0;
+    while (in >> pid) {
+        pids.push_back(pid);
+    }
+    return pids;
+}
+
+bool CgroupLeaf::populated() const
+{
+    if (m_kind == Kind::cgroup2) {
+        const std::string events = read_file(m_dir / "cgroup.events");
+        return events.find("populated 1") != std::string::npos;
+    }
+    return !members().empty();
+}
+
+void CgroupLeaf::kill() const
+{
+    if (m_kind == Kind::cgroup2) {
+        write_file(m_dir / "cgroup.kill", "1");
+        return;
+    }
+    // v1 has no cgroup.kill: freezing first means no member can fork while
+    // the list is being killed; the SIGKILLs land when the cgroup thaws.
+    write_file(m_dir / "freezer.state", "FROZEN");
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    while (read_file(m_dir / "freezer.state").find("FROZEN") != 0 &&
+           std::chrono::steady_clock::now() < deadline) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    // Cgroup membership is kernel-held, so these pids cannot have been reused
+    // by processes outside the leaf while it is frozen.
+    for (pid_t pid : members()) {
+        ::kill(pid, SIGKILL);
+    }
+    write_file(m_dir / "freezer.state", "THAWED");
+}
+
+bool CgroupLeaf::remove()
+{
+    if (m_removed) {
+        return true;
+    }
+    m_procs.reset();
+    m_events.reset();
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
+    for (;;) {
+        if (::rmdir(m_dir.c_str()) == 0 || errno == ENOENT) {
+            m_removed = true;
+            return true;
+        }
+        if (errno != EBUSY || std::chrono::steady_clock::now() >= deadline) {
+            log::warn("cannot remove cgroup leaf", {{"cgroup", m_dir.string()}, {"errno", std::to_string(errno)}});
+            return false;
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+}
+
+} // namespace orch

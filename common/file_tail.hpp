@@ -1,0 +1,14 @@
+#pragma once
+
+#include <cstddef>
+#include <filesystem>
+#include <string>
+
+namespace orch {
+
+// The last `max_bytes` of a file (whole file if smaller); empty if it cannot
+// be read. Never throws for a missing file. Invalid UTF-8 is replaced so the
+// result can be stored in a text column.
+std::string read_file_tail(const std::filesystem::path& path, std::size_t max_bytes = 4096);
+
+} // namespace orch

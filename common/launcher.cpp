@@ -1,0 +1,185 @@
+#include "common/launcher.hpp"
+
+#include "common/boost_process.hpp"
+#include "common/errors.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstring>
+
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace orch {
+namespace {
+
+// Runs in the forked child (before exec) and in the parent around the fork.
+// Between fork and exec only async-signal-safe calls are allowed: no
+// allocation, no locks, no logging.
+struct ChildSetup {
+    const char* const* envp = nullptr;
+    const char* pwd = nullptr;
+    int stdin_fd = -1;
+    int stdout_fd = -1;
+    int stderr_fd = -1;
+    int cgroup_procs_fd = -1;
+
+    template <typename Launcher>
+    bp::error_code on_setup(Launcher& launcher, const bp::filesystem::path&, const char* const*&)
+    {
+        launcher.env = envp;
+        return {};
+    }
+
+    template <typename Launcher>
+    bp::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*&)
+    {
+        // Join the cgroup first, so that nothing this process ever forks can
+        // be outside it.
+        if (cgroup_procs_fd >= 0 && !join_cgroup()) {
+            return fail();
+        }
+        // Own process group: terminal signals and kill(-pgid) from others
+        // don't reach us, and the fallback can find the tree by pgid.
+        if (::setpgid(0, 0) != 0) {
+            return fail();
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        ::sigprocmask(SIG_SETMASK, &none, nullptr);
+        struct sigaction dfl{};
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; ++sig) {
+            ::sigaction(sig, &dfl, nullptr); // fails harmlessly for KILL/STOP and reserved signals
+        }
+        if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(stdout_fd, STDOUT_FILENO) < 0 ||
+            ::dup2(stderr_fd, STDERR_FILENO) < 0) {
+            return fail();
+        }
+        if (pwd && ::chdir(pwd) != 0) {
+            return fail();
+        }
+        return {};
+    }
+
+    // Boost 1.81 detects these hooks with a 5-argument signature but calls
+    // them with 4, so a variadic template is needed to be called at all.
+    template <typename Launcher, typename... Rest>
+    void on_exec_error(Launcher&, Rest&&...)
+    {
+        // Boost would exit() here, running the parent's atexit handlers and
+        // flushing its stdio buffers in the child.
+        ::_exit(127);
+    }
+
+    template <typename Launcher, typename... Rest>
+    void on_error(Launcher& launcher, Rest&&...)
+    {
+        // The failed child has exited; nobody else will reap it.
+        if (launcher.pid > 0) {
+            while (::waitpid(launcher.pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
+    }
+
+    bool join_cgroup() const
+    {
+        char buf[24];
+        int len = 0;
+        char digits[24];
+        int n = 0;
+        for (long pid = ::getpid(); pid > 0; pid /= 10) {
+            digits[n++] = static_cast<char>('0' + pid % 10);
+        }
+        while (n > 0) {
+            buf[len++] = digits[--n];
+        }
+        return ::write(cgroup_procs_fd, buf, static_cast<size_t>(len)) == len;
+    }
+
+    static bp::error_code fail() { return bp::error_code(errno, boost::system::system_category()); }
+};
+
+Fd open_log(const std::filesystem::path& path)
+{
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644));
+    return fd;
+}
+
+std::string find_in_path(const std::string& name, const std::vector<std::string>& envp)
+{
+    if (name.find('/') != std::string::npos) {
+        return name;
+    }
+    std::string path_value = "/usr/local/bin:/usr/bin:/bin";
+    for (const auto& entry : envp) {
+        if (entry.rfind("PATH=", 0) == 0) {
+            path_value = entry.substr(5);
+        }
+    }
+    std::size_t begin = 0;
+    while (begin <= path_value.size()) {
+        auto end = path_value.find(':', begin);
+        if (end == std::string::npos) {
+            end = path_value.size();
+        }
+        const std::string dir = end > begin ? path_value.substr(begin, end - begin) : ".";
+        const std::string candidate = dir + "/" + name;
+        if (::access(candidate.c_str(), X_OK) == 0) {
+            return candidate;
+        }
+        begin = end + 1;
+    }
+    return {};
+}
+
+} // namespace
+
+std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
+{
+    if (spec.argv.empty()) {
+        return SpawnFailure{EINVAL, "empty argv"};
+    }
+    const std::string executable = find_in_path(spec.argv[0], spec.envp);
+    if (executable.empty()) {
+        return SpawnFailure{ENOENT, spec.argv[0] + ": not found in PATH"};
+    }
+    Fd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    Fd out = open_log(spec.stdout_path);
+    Fd err = open_log(spec.stderr_path);
+    if (!null_in || !out || !err) {
+        return SpawnFailure{errno, std::string("cannot open log files: ") + std::strerror(errno)};
+    }
+    std::vector<const char*> envp;
+    for (const auto& entry : spec.envp) {
+        envp.push_back(entry.c_str());
+    }
+    envp.push_back(nullptr);
+    ChildSetup setup;
+    setup.envp = envp.data();
+    setup.pwd = spec.pwd.empty() ? nullptr : spec.pwd.c_str();
+    setup.stdin_fd = null_in.get();
+    setup.stdout_fd = out.get();
+    setup.stderr_fd = err.get();
+    setup.cgroup_procs_fd = spec.cgroup_procs_fd;
+
+    boost::asio::io_context io;
+    bp::error_code ec;
+    const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+    auto process = bp::default_process_launcher()(io.get_executor(), ec, executable, args, setup);
+    if (ec) {
+        return SpawnFailure{ec.value(), executable + ": " + ec.message()};
+    }
+    const pid_t pid = process.id();
+    // The child is unreaped, so its pid cannot be reused before this open.
+    auto pidfd = Pidfd::open(pid);
+    // Boost's destructor would SIGKILL the child: from here on the pidfd owns it.
+    process.detach();
+    if (!pidfd) {
+        throw std::system_error(ESRCH, std::generic_category(), "pidfd_open of fresh child");
+    }
+    return Spawned{std::move(*pidfd), pid};
+}
+
+} // namespace orch

@@ -1,0 +1,93 @@
+#include "common/pidfd.hpp"
+
+#include "common/errors.hpp"
+
+#include <cerrno>
+
+#include <poll.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/vfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+namespace orch {
+namespace {
+
+constexpr long k_pidfs_magic = 0x50494446;
+
+} // namespace
+
+std::optional<Pidfd> Pidfd::open(pid_t pid)
+{
+    const int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    if (fd < 0) {
+        if (errno == ESRCH) {
+            return std::nullopt;
+        }
+        throw_errno("pidfd_open");
+    }
+    return Pidfd(Fd(fd), pid);
+}
+
+bool Pidfd::send_signal(int sig) const
+{
+    if (::syscall(SYS_pidfd_send_signal, m_fd.get(), sig, nullptr, 0) == 0) {
+        return true;
+    }
+    if (errno == ESRCH) {
+        return false;
+    }
+    throw_errno("pidfd_send_signal");
+}
+
+bool Pidfd::has_exited() const
+{
+    pollfd p{m_fd.get(), POLLIN, 0};
+    int n;
+    do {
+        n = ::poll(&p, 1, 0);
+    } while (n < 0 && errno == EINTR);
+    if (n < 0) {
+        throw_errno("poll(pidfd)");
+    }
+    return n > 0;
+}
+
+std::optional<ProcessExit> Pidfd::try_reap() const
+{
+    siginfo_t info{};
+    int rc;
+    do {
+        rc = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(m_fd.get()), &info,
+                      WEXITED | WNOHANG);
+    } while (rc < 0 && errno == EINTR);
+    if (rc < 0) {
+        throw_errno("waitid(P_PIDFD)");
+    }
+    if (info.si_pid == 0) {
+        return std::nullopt;
+    }
+    return ProcessExit::from_siginfo(info);
+}
+
+std::optional<std::uint64_t> Pidfd::inode() const
+{
+    // Before pidfs, every pidfd shares the anon-inode inode, which would make
+    // all processes look identical: only trust the inode on pidfs.
+    struct statfs fs{};
+    if (::fstatfs(m_fd.get(), &fs) != 0 || static_cast<long>(fs.f_type) != k_pidfs_magic) {
+        return std::nullopt;
+    }
+    struct stat st{};
+    if (::fstat(m_fd.get(), &st) != 0) {
+        throw_errno("fstat(pidfd)");
+    }
+    return static_cast<std::uint64_t>(st.st_ino);
+}
+
+} // namespace orch

@@ -1,0 +1,154 @@
+#include "common/process_table.hpp"
+
+#include <nlohmann/json.hpp>
+
+namespace orch::process_table {
+namespace {
+
+template <typename T>
+std::string sql(pqxx::work& tx, const std::optional<T>& value)
+{
+    if (!value) {
+        return "NULL";
+    }
+    if constexpr (std::is_same_v<T, std::string>) {
+        return tx.quote(*value);
+    } else {
+        return tx.quote(std::to_string(*value));
+    }
+}
+
+std::string sql_array(pqxx::work& tx, const std::vector<std::string>& ids)
+{
+    std::string list = "ARRAY[";
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+        list += (i ? "," : "") + tx.quote(ids[i]);
+    }
+    return list + "]::uuid[]";
+}
+
+std::string identity_assignments(pqxx::work& tx, const ProcessIdentity& identity, pid_t pgid)
+{
+    return "pid = " + std::to_string(identity.pid) + ", boot_id = " + tx.quote(identity.boot_id) +
+           ", start_ticks = " + std::to_string(identity.start_ticks) +
+           ", pidfs_ino = " + sql(tx, identity.pidfs_ino) + ", pgid = " + std::to_string(pgid);
+}
+
+std::string insert_sql(pqxx::work& tx, const NewRow& row, const std::string& status)
+{
+    const nlohmann::json cmd = row.cmd;
+    const nlohmann::json env = row.env;
+    return "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s,"
+           " cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id,"
+           " snapshot_id, archive_result_id) VALUES (" +
+           tx.quote(row.id) + ", " + tx.quote(row.machine_id) + ", " + sql(tx, row.parent_id) + ", " +
+           tx.quote(row.process_type) + ", " + tx.quote(status) + ", " + tx.quote(cmd.dump()) + "::jsonb, " +
+           tx.quote(env.dump()) + "::jsonb, " + sql(tx, row.pwd) + ", " + sql(tx, row.timeout_s) + ", " +
+           sql(tx, row.cookie) + ", " + sql(tx, row.containment) + ", " + sql(tx, row.cgroup_path) + ", " +
+           sql(tx, row.stdout_path) + ", " + sql(tx, row.stderr_path) + ", " + sql(tx, row.plugin) + ", " +
+           sql(tx, row.hook_name) + ", " + sql(tx, row.crawl_id) + ", " + sql(tx, row.snapshot_id) + ", " +
+           sql(tx, row.archive_result_id) + ")";
+}
+
+template <typename T>
+std::optional<T> get(const pqxx::field& field)
+{
+    if (field.is_null()) {
+        return std::nullopt;
+    }
+    return field.as<T>();
+}
+
+} // namespace
+
+void insert_queued(pqxx::connection& conn, const NewRow& row)
+{
+    pqxx::work tx(conn);
+    tx.exec0(insert_sql(tx, row, "queued"));
+    tx.commit();
+}
+
+void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)
+{
+    pqxx::work tx(conn);
+    tx.exec0(insert_sql(tx, row, "queued"));
+    tx.exec0("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(), " +
+             identity_assignments(tx, identity, pgid) + " WHERE id = " + tx.quote(row.id));
+    tx.commit();
+}
+
+void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
+{
+    pqxx::work tx(conn);
+    tx.exec0("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(), " +
+             identity_assignments(tx, identity, pgid) + " WHERE id = " + tx.quote(id));
+    tx.commit();
+}
+
+void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
+{
+    pqxx::work tx(conn);
+    tx.exec0("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
+             " exit_code = COALESCE(" + sql(tx, end.exit_code) + "::integer, exit_code),"
+             " term_signal = COALESCE(" + sql(tx, end.term_signal) + "::integer, term_signal),"
+             " end_reason = " + tx.quote(end.end_reason) +
+             ", stdout_tail = COALESCE(" + sql(tx, end.stdout_tail) + ", stdout_tail)"
+             ", stderr_tail = COALESCE(" + sql(tx, end.stderr_tail) + ", stderr_tail)"
+             " WHERE id = " + tx.quote(id));
+    tx.commit();
+}
+
+void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
+{
+    if (ids.empty()) {
+        return;
+    }
+    pqxx::work tx(conn);
+    tx.exec0("UPDATE process SET heartbeat_at = now() WHERE status <> 'exited' AND id = ANY(" +
+             sql_array(tx, ids) + ")");
+    tx.commit();
+}
+
+std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machine_id)
+{
+    pqxx::work tx(conn);
+    const auto result = tx.exec("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
+                                " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = " +
+                                tx.quote(machine_id) + " AND status <> 'exited' ORDER BY created_at");
+    tx.commit();
+    std::vector<LiveRow> rows;
+    for (const auto& r : result) {
+        LiveRow row;
+        row.id = r[0].as<std::string>();
+        row.parent_id = get<std::string>(r[1]);
+        row.process_type = r[2].as<std::string>();
+        row.status = r[3].as<std::string>();
+        row.cookie = get<std::string>(r[8]);
+        row.cgroup_path = get<std::string>(r[9]);
+        row.pgid = get<pid_t>(r[10]);
+        if (!r[4].is_null()) {
+            ProcessIdentity identity;
+            identity.pid = r[4].as<pid_t>();
+            identity.boot_id = get<std::string>(r[5]).value_or("");
+            identity.start_ticks = get<std::uint64_t>(r[6]).value_or(0);
+            identity.pidfs_ino = get<std::uint64_t>(r[7]);
+            identity.cookie = row.cookie;
+            row.identity = identity;
+        }
+        rows.push_back(std::move(row));
+    }
+    return rows;
+}
+
+std::optional<std::string> status_of(pqxx::connection& conn, const std::string& id)
+{
+    pqxx::work tx(conn);
+    const auto result = tx.exec("SELECT status FROM process WHERE id = " + tx.quote(id));
+    tx.commit();
+    if (result.empty()) {
+        return std::nullopt;
+    }
+    return result[0][0].as<std::string>();
+}
+
+} // namespace orch::process_table

@@ -1,0 +1,75 @@
+#pragma once
+
+#include "common/process_exit.hpp"
+#include "common/process_identity.hpp"
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+// The `process` table as supervision uses it. Each function runs and commits
+// its own transaction on the given connection; libpqxx exceptions propagate.
+namespace orch::process_table {
+
+struct NewRow {
+    std::string id; // chosen by the caller (log file names depend on it)
+    std::string machine_id;
+    std::optional<std::string> parent_id;
+    std::string process_type = "hook";
+    std::vector<std::string> cmd;
+    std::map<std::string, std::string> env; // recorded as given: redact first
+    std::optional<std::string> pwd;
+    std::optional<double> timeout_s;
+    std::optional<std::string> cookie;
+    std::optional<std::string> containment;
+    std::optional<std::string> cgroup_path;
+    std::optional<std::string> stdout_path;
+    std::optional<std::string> stderr_path;
+    std::optional<std::string> plugin;
+    std::optional<std::string> hook_name;
+    std::optional<std::string> crawl_id;
+    std::optional<std::string> snapshot_id;
+    std::optional<std::string> archive_result_id;
+};
+
+// What a row says about a process that may still be running.
+struct LiveRow {
+    std::string id;
+    std::optional<std::string> parent_id;
+    std::string process_type;
+    std::string status; // queued | running
+    std::optional<ProcessIdentity> identity; // set once the pid was recorded
+    std::optional<std::string> cookie;
+    std::optional<std::string> cgroup_path;
+    std::optional<pid_t> pgid;
+};
+
+struct EndRecord {
+    std::optional<int> exit_code;   // NULL unless we reaped it
+    std::optional<int> term_signal;
+    std::string end_reason;
+    std::optional<std::string> stdout_tail;
+    std::optional<std::string> stderr_tail;
+};
+
+// INSERT with status 'queued'.
+void insert_queued(pqxx::connection& conn, const NewRow& row);
+// Inserts a row for an already running process (a supervisor's own row).
+void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid);
+// queued -> running with its OS identity.
+void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid);
+// -> exited, ended_at = now(). Overwrites an earlier end record (a teardown
+// may refine the reason recorded when the leader exited) but keeps a recorded
+// exit code when `end.exit_code` is empty.
+void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
+// heartbeat_at = now() for every id, in one statement.
+void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids);
+// Rows of this machine with status queued or running.
+std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machine_id);
+// Status of one row; nullopt if there is no such row.
+std::optional<std::string> status_of(pqxx::connection& conn, const std::string& id);
+
+} // namespace orch::process_table

@@ -1,0 +1,410 @@
+#include "common/supervisor.hpp"
+
+#include "common/child_environment.hpp"
+#include "common/errors.hpp"
+#include "common/file_tail.hpp"
+#include "common/log.hpp"
+#include "common/machine.hpp"
+#include "common/process_table.hpp"
+#include "common/random_id.hpp"
+#include "common/rerun_script.hpp"
+
+#include <algorithm>
+#include <csignal>
+#include <fstream>
+
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/timerfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+namespace orch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// Adopted orphans give no pidfd event, so while anything is supervised the
+// loop wakes at least this often to reap them and re-check fallback trees.
+constexpr milliseconds k_poll_tick{100};
+
+void epoll_add(int epoll, int fd, std::uint32_t events)
+{
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.fd = fd;
+    if (::epoll_ctl(epoll, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        throw_errno("epoll_ctl(ADD)");
+    }
+}
+
+std::vector<std::string> own_cmdline()
+{
+    std::ifstream in("/proc/self/cmdline", std::ios::binary);
+    std::vector<std::string> argv;
+    std::string word;
+    while (std::getline(in, word, '\0')) {
+        argv.push_back(word);
+    }
+    return argv;
+}
+
+std::string ms(Clock::duration d)
+{
+    return std::to_string(std::chrono::duration_cast<milliseconds>(d).count());
+}
+
+} // namespace
+
+Supervisor::Supervisor(pqxx::connection& conn, SupervisorOptions options)
+    : m_conn(conn), m_options(std::move(options)), m_containment(Containment::probe(m_options.containment)),
+      m_boot_id(read_boot_id()), m_epoll(::epoll_create1(EPOLL_CLOEXEC)),
+      m_timer(::timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC))
+{
+    if (!m_epoll || !m_timer) {
+        throw_errno("epoll_create1/timerfd_create");
+    }
+    epoll_add(m_epoll.get(), m_timer.get(), EPOLLIN);
+    // Orphaned grandchildren are reparented to us rather than to init, so
+    // they can be reaped and never linger as zombies of a dead hook.
+    if (::prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
+        throw_errno("prctl(PR_SET_CHILD_SUBREAPER)");
+    }
+    // With SIGCHLD ignored the kernel auto-reaps and waitid cannot report exits.
+    struct sigaction current{};
+    if (::sigaction(SIGCHLD, nullptr, &current) == 0 && current.sa_handler == SIG_IGN) {
+        ::signal(SIGCHLD, SIG_DFL);
+    }
+    if (m_options.self_row_id) {
+        m_self_id = *m_options.self_row_id;
+    } else {
+        m_self_id = random_uuid();
+        auto self = Pidfd::open(::getpid());
+        const auto identity = capture_identity(*self, m_boot_id, std::nullopt);
+        process_table::NewRow row;
+        row.id = m_self_id;
+        row.machine_id = m_options.machine_id;
+        row.process_type = m_options.self_process_type;
+        row.cmd = own_cmdline();
+        row.pwd = std::filesystem::current_path().string();
+        row.containment = std::string(to_string(m_containment.mode()));
+        process_table::insert_running(m_conn, row, *identity, ::getpgrp());
+        m_owns_self_row = true;
+    }
+    m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
+    log::info("supervisor ready", {{"containment", std::string(to_string(m_containment.mode()))},
+                                   {"self", m_self_id},
+                                   {"scope_dir", m_containment.scope_dir().string()}});
+    arm_timer(Clock::now());
+}
+
+Supervisor::~Supervisor()
+{
+    try {
+        if (!m_trees.empty()) {
+            log::warn("supervisor destroyed with live trees; tearing them down",
+                      {{"count", std::to_string(m_trees.size())}});
+            teardown();
+        }
+        m_trees.clear();
+        m_containment.remove_group(m_self_id);
+        if (m_owns_self_row) {
+            process_table::mark_exited(m_conn, m_self_id, {std::nullopt, std::nullopt, "exited", {}, {}});
+        }
+    } catch (const std::exception& e) {
+        log::error("supervisor shutdown failed", {{"error", e.what()}});
+    }
+}
+
+LaunchResult Supervisor::launch(const LaunchRequest& request)
+{
+    LaunchResult result;
+    result.row_id = random_uuid();
+    const std::string cookie = random_uuid();
+    const auto env = child_environment(request.env, cookie);
+    const auto base = request.log_dir / (request.name + "." + result.row_id);
+    const std::filesystem::path stdout_path = base.string() + ".stdout.log";
+    const std::filesystem::path stderr_path = base.string() + ".stderr.log";
+    std::filesystem::create_directories(request.log_dir);
+
+    std::optional<CgroupLeaf> leaf;
+    if (m_containment.uses_cgroups()) {
+        leaf = m_containment.create_leaf(m_self_id, result.row_id);
+    }
+    process_table::NewRow row;
+    row.id = result.row_id;
+    row.machine_id = m_options.machine_id;
+    row.parent_id = m_self_id;
+    row.process_type = request.process_type;
+    row.cmd = request.argv;
+    row.env = redacted(env);
+    row.pwd = request.pwd.string();
+    row.timeout_s = request.timeout_s;
+    row.cookie = cookie;
+    row.containment = std::string(to_string(m_containment.mode()));
+    if (leaf) {
+        row.cgroup_path = leaf->path().string();
+    }
+    row.stdout_path = stdout_path.string();
+    row.stderr_path = stderr_path.string();
+    row.plugin = request.plugin;
+    row.hook_name = request.hook_name;
+    row.crawl_id = request.crawl_id;
+    row.snapshot_id = request.snapshot_id;
+    row.archive_result_id = request.archive_result_id;
+    // The row exists before the process: a crash after the spawn leaves a
+    // cookie and a cgroup path that recovery can find.
+    process_table::insert_queued(m_conn, row);
+    try {
+        write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
+    } catch (const std::exception& e) {
+        log::warn("cannot write cmd.sh", {{"process", result.row_id}, {"error", e.what()}});
+    }
+
+    SpawnSpec spec;
+    spec.argv = request.argv;
+    for (const auto& [key, value] : env) {
+        spec.envp.push_back(key + "=" + value);
+    }
+    spec.pwd = request.pwd;
+    spec.stdout_path = stdout_path;
+    spec.stderr_path = stderr_path;
+    spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
+    auto spawned = spawn_process(spec);
+    if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
+        log::warn("spawn failed", {{"process", result.row_id}, {"name", request.name}, {"error", failure->message}});
+        process_table::mark_exited(m_conn, result.row_id, {std::nullopt, std::nullopt, "spawn_failed", {}, failure->message});
+        result.failure = *failure;
+        return result;
+    }
+    auto& child = std::get<Spawned>(spawned);
+    result.pid = child.pidfd.pid();
+    // Our unreaped child's pid is pinned, so its stat is valid even if it
+    // has already exited.
+    ProcessIdentity identity;
+    identity.pid = result.pid;
+    identity.boot_id = m_boot_id;
+    identity.start_ticks = read_proc_stat(result.pid).value_or(ProcStat{}).start_ticks;
+    identity.pidfs_ino = child.pidfd.inode();
+    identity.cookie = cookie;
+    process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
+
+    SweepTarget sweep{cookie, child.pgid, identity.start_ticks};
+    auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
+                                                 sweep, request.timeout_s, stdout_path, stderr_path);
+    log::info("launched", {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
+                           {"containment", std::string(to_string(m_containment.mode()))}});
+    track(std::move(tree));
+    return result;
+}
+
+void Supervisor::track(std::unique_ptr<SupervisedTree> tree)
+{
+    epoll_add(m_epoll.get(), tree->leader().fd(), EPOLLIN);
+    if (tree->events_fd() >= 0) {
+        epoll_add(m_epoll.get(), tree->events_fd(), EPOLLPRI | EPOLLET);
+    }
+    const auto id = tree->row_id();
+    m_trees.emplace(id, std::move(tree));
+    arm_timer(Clock::now());
+}
+
+SupervisedTree* Supervisor::find(const std::string& row_id)
+{
+    const auto it = m_trees.find(row_id);
+    return it == m_trees.end() ? nullptr : it->second.get();
+}
+
+bool Supervisor::is_running(const std::string& row_id) const
+{
+    return m_trees.count(row_id) != 0;
+}
+
+std::vector<std::string> Supervisor::running() const
+{
+    std::vector<std::string> ids;
+    for (const auto& [id, tree] : m_trees) {
+        ids.push_back(id);
+    }
+    return ids;
+}
+
+void Supervisor::process_events()
+{
+    epoll_event events[64];
+    int n;
+    do {
+        n = ::epoll_wait(m_epoll.get(), events, 64, 0);
+    } while (n < 0 && errno == EINTR);
+    std::uint64_t expirations = 0;
+    while (::read(m_timer.get(), &expirations, sizeof expirations) > 0) {
+    }
+    for (auto& [id, tree] : m_trees) {
+        if (!tree->leader_exit() && tree->leader().has_exited()) {
+            if (auto exit = tree->leader().try_reap()) {
+                on_leader_exit(*tree, *exit);
+            }
+        }
+    }
+    reap_orphans();
+    collect_finished();
+    if (Clock::now() >= m_next_heartbeat) {
+        heartbeat();
+    }
+    arm_timer(Clock::now());
+}
+
+void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
+{
+    tree.set_leader_exit(exit);
+    ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
+    const auto elapsed = Clock::now() - tree.started();
+    process_table::mark_exited(m_conn, tree.row_id(),
+                               {exit.exit_code, exit.term_signal, tree.end_reason,
+                                read_file_tail(tree.stdout_path(), m_options.tail_bytes),
+                                read_file_tail(tree.stderr_path(), m_options.tail_bytes)});
+    tree.recorded = true;
+    log::info("process exited", {{"process", tree.row_id()}, {"name", tree.name()},
+                                 {"exit_code", std::to_string(exit.exit_code)},
+                                 {"signal", exit.term_signal ? std::to_string(*exit.term_signal) : ""},
+                                 {"end_reason", tree.end_reason}, {"elapsed_ms", ms(elapsed)}});
+}
+
+void Supervisor::reap_orphans()
+{
+    for (;;) {
+        siginfo_t info{};
+        // Peek first: a tracked leader must be reaped through its pidfd so
+        // its status is recorded, everything else is an adopted orphan.
+        if (::waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT) != 0 || info.si_pid == 0) {
+            return;
+        }
+        const pid_t pid = info.si_pid;
+        const auto it = std::find_if(m_trees.begin(), m_trees.end(), [pid](const auto& entry) {
+            return !entry.second->leader_exit() && entry.second->pid() == pid;
+        });
+        if (it != m_trees.end()) {
+            if (auto exit = it->second->leader().try_reap()) {
+                on_leader_exit(*it->second, *exit);
+            }
+            continue;
+        }
+        siginfo_t reaped{};
+        ::waitid(P_PID, static_cast<id_t>(pid), &reaped, WEXITED | WNOHANG);
+    }
+}
+
+ProcessOutcome Supervisor::outcome_of(const SupervisedTree& tree) const
+{
+    ProcessOutcome outcome;
+    outcome.row_id = tree.row_id();
+    if (tree.leader_exit()) {
+        outcome.exit_code = tree.leader_exit()->exit_code;
+        outcome.term_signal = tree.leader_exit()->term_signal;
+    }
+    outcome.end_reason = tree.end_reason;
+    outcome.timed_out = tree.timed_out;
+    outcome.killed = tree.killed;
+    outcome.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - tree.started());
+    return outcome;
+}
+
+void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
+{
+    auto outcome = outcome_of(tree);
+    outcome.tree_empty = tree_empty;
+    if (tree_empty) {
+        tree.release();
+    }
+    if (tree.events_fd() >= 0) {
+        ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.events_fd(), nullptr);
+    }
+    if (!tree.leader_exit()) {
+        ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
+    }
+    if (tree.claimed) {
+        m_done[tree.row_id()] = outcome;
+    } else {
+        m_finished.push_back(outcome);
+    }
+    m_trees.erase(tree.row_id());
+}
+
+void Supervisor::collect_finished()
+{
+    std::vector<SupervisedTree*> done;
+    for (auto& [id, tree] : m_trees) {
+        if (tree->leader_exit() && !tree->claimed && tree->empty()) {
+            done.push_back(tree.get());
+        }
+    }
+    for (auto* tree : done) {
+        finish(*tree, true);
+    }
+}
+
+std::vector<ProcessOutcome> Supervisor::take_finished()
+{
+    return std::exchange(m_finished, {});
+}
+
+RecoveryReport Supervisor::recover(milliseconds grace)
+{
+    RecoveryOptions options;
+    options.containment = m_options.containment;
+    options.self_row_id = m_self_id;
+    options.grace = grace;
+    options.kill_timeout = m_options.kill_timeout;
+    auto report = cleanup_stale_running(m_conn, m_options.machine_id, options);
+    reap_orphans();
+    return report;
+}
+
+void Supervisor::heartbeat()
+{
+    std::vector<std::string> ids{m_self_id};
+    for (const auto& [id, tree] : m_trees) {
+        if (!tree->recorded) {
+            ids.push_back(id);
+        }
+    }
+    process_table::heartbeat(m_conn, ids);
+    m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
+}
+
+void Supervisor::arm_timer(Clock::time_point now)
+{
+    auto next = m_next_heartbeat;
+    if (!m_trees.empty()) {
+        next = std::min(next, now + k_poll_tick);
+    }
+    const auto delay = std::max(next - now, Clock::duration(std::chrono::microseconds(100)));
+    const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();
+    itimerspec spec{};
+    spec.it_value.tv_sec = static_cast<time_t>(ns / 1'000'000'000);
+    spec.it_value.tv_nsec = static_cast<long>(ns % 1'000'000'000);
+    if (::timerfd_settime(m_timer.get(), 0, &spec, nullptr) != 0) {
+        throw_errno("timerfd_settime");
+    }
+}
+
+void Supervisor::wait_until(Clock::time_point until)
+{
+    const auto now = Clock::now();
+    auto wait = k_poll_tick;
+    if (until <= now) {
+        wait = milliseconds(0);
+    } else if (until - now < k_poll_tick) {
+        // Round up: waking a little late beats spinning until the deadline.
+        wait = std::chrono::ceil<milliseconds>(until - now);
+    }
+    epoll_event events[16];
+    int n;
+    do {
+        n = ::epoll_wait(m_epoll.get(), events, 16, static_cast<int>(wait.count()));
+    } while (n < 0 && errno == EINTR);
+    process_events();
+}
+
+} // namespace orch

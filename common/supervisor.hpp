@@ -1,0 +1,161 @@
+#pragma once
+
+#include "common/containment.hpp"
+#include "common/fd.hpp"
+#include "common/launcher.hpp"
+#include "common/recovery.hpp"
+#include "common/supervised_tree.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <pqxx/pqxx>
+
+namespace orch {
+
+struct SupervisorOptions {
+    std::string machine_id; // a machine row must exist
+    // Row of the supervising process itself; when absent one is inserted
+    // (status running, with this process's identity).
+    std::optional<std::string> self_row_id;
+    std::string self_process_type = "worker";
+    ContainmentOptions containment;
+    std::chrono::milliseconds heartbeat_interval{10'000};
+    // Caps every tree's phase-2 wait, so a teardown is always bounded.
+    std::chrono::milliseconds teardown_grace{10'000};
+    // After SIGKILL, how long to wait for a tree to empty before giving up.
+    std::chrono::milliseconds kill_timeout{5'000};
+    std::size_t tail_bytes = 4096;
+};
+
+struct LaunchRequest {
+    std::vector<std::string> argv;
+    // The complete, allow-listed environment of the child: nothing is
+    // inherited. Database URLs are dropped; secret-looking values are
+    // redacted in the row and in cmd.sh.
+    std::map<std::string, std::string> env;
+    std::filesystem::path pwd;     // working directory (must exist)
+    std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here
+    std::string name = "process";  // hook name, used in file names and logs
+    std::optional<double> timeout_s;
+    std::string process_type = "hook";
+    std::optional<std::string> plugin;
+    std::optional<std::string> hook_name;
+    std::optional<std::string> crawl_id;
+    std::optional<std::string> snapshot_id;
+    std::optional<std::string> archive_result_id;
+};
+
+struct LaunchResult {
+    std::string row_id;
+    pid_t pid = 0;
+    std::optional<SpawnFailure> failure; // row already closed as spawn_failed
+    bool started() const noexcept { return !failure.has_value(); }
+};
+
+// Where a process ended, as recorded in its row.
+struct ProcessOutcome {
+    std::string row_id;
+    std::optional<int> exit_code;
+    std::optional<int> term_signal;
+    std::string end_reason; // exited | timed_out | killed_on_teardown | spawn_failed ...
+    bool timed_out = false;
+    bool killed = false;     // phase 3 (SIGKILL of the tree) was needed
+    bool tree_empty = true;  // false only if the tree survived SIGKILL for kill_timeout
+    std::chrono::milliseconds elapsed{0}; // since launch
+};
+
+// Which processes phase 1 sends SIGTERM to. `leader` (systemd's "mixed"):
+// the hook decides how to stop its children (Chromium must close itself);
+// `tree`: every process of the tree. A tree whose leader is gone always
+// gets the tree-wide SIGTERM.
+enum class TermTarget { leader, tree };
+
+// Launches, records, watches and tears down process trees. Single-threaded:
+// call every member from the thread that owns it. It is the one reaper of
+// this process: it becomes the child subreaper and reaps every child that
+// exits, so the owning process must not wait for children itself.
+// Destruction tears down every tree still running (bounded by
+// teardown_grace + kill_timeout) and never throws.
+class Supervisor {
+public:
+    // Probes containment, registers or adopts the self row. Throws
+    // std::system_error / pqxx exceptions on failure.
+    Supervisor(pqxx::connection& conn, SupervisorOptions options);
+    ~Supervisor();
+    Supervisor(const Supervisor&) = delete;
+    Supervisor& operator=(const Supervisor&) = delete;
+
+    // Inserts the row (queued), spawns, records the identity (running).
+    // A child that cannot be started is a value (failure set, row exited
+    // with end_reason spawn_failed). Blocks only for the spawn itself.
+    LaunchResult launch(const LaunchRequest& request);
+
+    // Foreground wait: blocks until the process exits, or until `timeout`
+    // (default: the request's timeout_s; none = forever) when it escalates:
+    // SIGTERM+SIGCONT to the leader, `grace` (default teardown_grace), then
+    // SIGKILL of the whole tree. Leftovers of a leader that exited are
+    // killed. Throws std::out_of_range for an unknown row.
+    ProcessOutcome wait(const std::string& row_id,
+                        std::optional<std::chrono::milliseconds> timeout = std::nullopt,
+                        std::optional<std::chrono::milliseconds> grace = std::nullopt);
+
+    // Three-phase teardown of the given trees (all tracked ones if empty), in
+    // parallel. Each tree gets deadline = min(remaining timeout, grace);
+    // blocks until every tree is gone or given up on. Rows get the outcome.
+    std::vector<ProcessOutcome> teardown(const std::vector<std::string>& row_ids = {},
+                                         std::optional<std::chrono::milliseconds> grace = std::nullopt,
+                                         TermTarget term_target = TermTarget::leader);
+
+    // Readable when process_events() has work: add it to a poll/epoll loop.
+    int epoll_fd() const noexcept { return m_epoll.get(); }
+    // Reaps exited processes (own and adopted), records outcomes, heartbeats
+    // when due. Never blocks.
+    void process_events();
+    // Outcomes of trees that ended on their own since the last call.
+    std::vector<ProcessOutcome> take_finished();
+    // Crash recovery for this machine and scope (cleanup_stale_running with
+    // this supervisor's containment options and self row), then reaps the
+    // killed orphans that were reparented to us. Call before launching.
+    RecoveryReport recover(std::chrono::milliseconds grace = std::chrono::milliseconds(1000));
+    // Updates heartbeat_at of the self row and every running supervised row
+    // in one statement.
+    void heartbeat();
+
+    bool is_running(const std::string& row_id) const;
+    std::vector<std::string> running() const;
+    ContainmentMode containment_mode() const noexcept { return m_containment.mode(); }
+    const Containment& containment() const noexcept { return m_containment; }
+    const std::string& self_row_id() const noexcept { return m_self_id; }
+
+private:
+    SupervisedTree* find(const std::string& row_id);
+    void track(std::unique_ptr<SupervisedTree> tree);
+    void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
+    void reap_orphans();
+    void finish(SupervisedTree& tree, bool tree_empty);
+    void collect_finished();
+    void wait_until(std::chrono::steady_clock::time_point until);
+    void arm_timer(std::chrono::steady_clock::time_point now);
+    ProcessOutcome outcome_of(const SupervisedTree& tree) const;
+
+    pqxx::connection& m_conn;
+    SupervisorOptions m_options;
+    Containment m_containment;
+    std::string m_boot_id;
+    std::string m_self_id;
+    Fd m_epoll;
+    Fd m_timer;
+    std::map<std::string, std::unique_ptr<SupervisedTree>> m_trees;
+    std::vector<ProcessOutcome> m_finished;      // for take_finished()
+    std::map<std::string, ProcessOutcome> m_done; // for wait() and teardown()
+    std::chrono::steady_clock::time_point m_next_heartbeat;
+    bool m_owns_self_row = false;
+};
+
+} // namespace orch

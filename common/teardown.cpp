@@ -1,0 +1,202 @@
+// Ending supervised trees: the foreground wait with timeout escalation and
+// the three-phase teardown of a set of trees.
+#include "common/supervisor.hpp"
+
+#include "common/log.hpp"
+#include "common/process_table.hpp"
+
+#include <algorithm>
+#include <csignal>
+
+namespace orch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+std::string ms(Clock::duration d)
+{
+    return std::to_string(std::chrono::duration_cast<milliseconds>(d).count());
+}
+
+// Phase 1 for one tree. SIGCONT follows SIGTERM so a stopped process can act on it.
+void send_term(const SupervisedTree& tree, TermTarget target)
+{
+    if (target == TermTarget::leader && tree.signal_leader(SIGTERM)) {
+        tree.signal_leader(SIGCONT);
+        return;
+    }
+    // No leader left to pass the signal on: every member gets it.
+    tree.signal_tree(SIGTERM);
+    tree.signal_tree(SIGCONT);
+}
+
+struct TeardownEntry {
+    std::string row_id;
+    Clock::time_point deadline;
+    Clock::time_point give_up = Clock::time_point::max();
+    bool done = false;
+};
+
+} // namespace
+
+ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<milliseconds> timeout,
+                                std::optional<milliseconds> grace)
+{
+    if (auto done = m_done.find(row_id); done != m_done.end()) {
+        auto outcome = done->second;
+        m_done.erase(done);
+        return outcome;
+    }
+    SupervisedTree* tree = find(row_id);
+    if (!tree) {
+        throw std::out_of_range("not a supervised process: " + row_id);
+    }
+    tree->claimed = true;
+    auto deadline = Clock::time_point::max();
+    if (timeout) {
+        deadline = Clock::now() + *timeout;
+    } else if (auto remaining = tree->remaining(Clock::now())) {
+        deadline = Clock::now() + *remaining;
+    }
+    auto kill_at = Clock::time_point::max();
+    auto give_up = Clock::time_point::max();
+    for (;;) {
+        process_events();
+        if (auto done = m_done.find(row_id); done != m_done.end()) {
+            auto outcome = done->second;
+            m_done.erase(done);
+            return outcome;
+        }
+        tree = find(row_id);
+        const auto now = Clock::now();
+        if (tree->leader_exit()) {
+            if (tree->empty()) {
+                finish(*tree, true);
+                continue;
+            }
+            if (give_up == Clock::time_point::max()) {
+                // The leader is done; whatever it left behind is a leak.
+                log::warn("killing leftovers of exited process", {{"process", row_id}, {"name", tree->name()}});
+                tree->kill_tree();
+                tree->killed = true;
+                give_up = now + m_options.kill_timeout;
+            } else if (now >= give_up) {
+                log::error("tree survived SIGKILL", {{"process", row_id}});
+                finish(*tree, false);
+                continue;
+            }
+        } else if (now >= deadline && kill_at == Clock::time_point::max()) {
+            log::info("timeout: SIGTERM", {{"process", row_id}, {"name", tree->name()},
+                                           {"elapsed_ms", ms(now - tree->started())}});
+            tree->timed_out = true;
+            tree->end_reason = "timed_out";
+            send_term(*tree, TermTarget::leader);
+            kill_at = now + grace.value_or(m_options.teardown_grace);
+        } else if (now >= kill_at && give_up == Clock::time_point::max()) {
+            log::info("timeout grace over: SIGKILL tree", {{"process", row_id}, {"name", tree->name()}});
+            tree->kill_tree();
+            tree->killed = true;
+            give_up = now + m_options.kill_timeout;
+        } else if (now >= give_up) {
+            log::error("tree survived SIGKILL", {{"process", row_id}});
+            finish(*tree, false);
+            continue;
+        }
+        wait_until(std::min({deadline, kill_at, give_up}));
+    }
+}
+
+std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
+                                                 std::optional<milliseconds> grace, TermTarget term_target)
+{
+    const auto t0 = Clock::now();
+    const auto cap = grace.value_or(m_options.teardown_grace);
+    std::vector<TeardownEntry> entries;
+    const auto wanted = row_ids.empty() ? running() : row_ids;
+    std::vector<ProcessOutcome> outcomes;
+    for (const auto& id : wanted) {
+        if (auto done = m_done.find(id); done != m_done.end()) {
+            outcomes.push_back(done->second);
+            m_done.erase(done);
+            continue;
+        }
+        SupervisedTree* tree = find(id);
+        if (!tree) {
+            continue;
+        }
+        tree->claimed = true;
+        const auto remaining = tree->remaining(t0).value_or(Clock::duration::max());
+        const auto budget = std::min<Clock::duration>(remaining, cap);
+        entries.push_back({id, t0 + budget});
+    }
+    // Phase 1: every tree at once, so the total is the largest deadline, not the sum.
+    for (const auto& entry : entries) {
+        SupervisedTree* tree = find(entry.row_id);
+        log::info("teardown phase 1: SIGTERM", {{"process", entry.row_id}, {"name", tree->name()},
+                                                {"pid", std::to_string(tree->pid())},
+                                                {"deadline_ms", ms(entry.deadline - t0)}});
+        send_term(*tree, term_target);
+    }
+    // Phase 2: wait for each tree (every member, not just the leader) until
+    // its own deadline; phase 3: SIGKILL what is still populated then.
+    for (;;) {
+        process_events();
+        const auto now = Clock::now();
+        auto next = Clock::time_point::max();
+        bool pending = false;
+        for (auto& entry : entries) {
+            if (entry.done) {
+                continue;
+            }
+            SupervisedTree* tree = find(entry.row_id);
+            if (!tree) {
+                entry.done = true; // finished elsewhere (m_done holds it)
+                continue;
+            }
+            if (tree->leader_exit() && tree->empty()) {
+                log::info("teardown: tree gone", {{"process", entry.row_id}, {"name", tree->name()},
+                                                  {"killed", tree->killed ? "true" : "false"},
+                                                  {"elapsed_ms", ms(now - t0)}});
+                if (tree->killed) {
+                    process_table::mark_exited(m_conn, entry.row_id,
+                                               {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
+                }
+                finish(*tree, true);
+                entry.done = true;
+                continue;
+            }
+            if (!tree->killed && now >= entry.deadline) {
+                log::info("teardown phase 3: SIGKILL tree", {{"process", entry.row_id}, {"name", tree->name()},
+                                                             {"elapsed_ms", ms(now - t0)}});
+                tree->end_reason = "killed_on_teardown";
+                tree->killed = true;
+                tree->kill_tree();
+                entry.give_up = now + m_options.kill_timeout;
+            } else if (tree->killed && now >= entry.give_up) {
+                log::error("teardown: tree survived SIGKILL", {{"process", entry.row_id}, {"name", tree->name()}});
+                process_table::mark_exited(m_conn, entry.row_id,
+                                           {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
+                finish(*tree, false);
+                entry.done = true;
+                continue;
+            }
+            pending = true;
+            next = std::min(next, tree->killed ? entry.give_up : entry.deadline);
+        }
+        if (!pending) {
+            break;
+        }
+        wait_until(next);
+    }
+    for (const auto& entry : entries) {
+        if (auto done = m_done.find(entry.row_id); done != m_done.end()) {
+            outcomes.push_back(done->second);
+            m_done.erase(done);
+        }
+    }
+    log::info("teardown complete", {{"trees", std::to_string(entries.size())}, {"elapsed_ms", ms(Clock::now() - t0)}});
+    return outcomes;
+}
+
+} // namespace orch

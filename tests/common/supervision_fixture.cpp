@@ -1,0 +1,103 @@
+#include "tests/common/supervision_fixture.hpp"
+
+#include "common/proc_sweep.hpp"
+#include "common/process_identity.hpp"
+
+#include <atomic>
+#include <thread>
+
+#include <unistd.h>
+
+namespace orch::test {
+namespace {
+
+std::atomic<int> g_scope_counter{0};
+
+} // namespace
+
+SupervisionFixture::SupervisionFixture()
+    : conn(db.connect()), machine(detect_machine(std::nullopt)), dir(make_temp_dir("sup")),
+      scope("test-" + std::to_string(::getpid()) + "-" + std::to_string(g_scope_counter++))
+{
+    register_machine(*conn, machine, std::nullopt);
+}
+
+SupervisorOptions SupervisionFixture::options(bool fallback) const
+{
+    SupervisorOptions o;
+    o.machine_id = machine.id;
+    o.self_process_type = "cli";
+    o.containment.scope = scope;
+    o.containment.force_fallback = fallback;
+    o.teardown_grace = std::chrono::milliseconds(3000);
+    return o;
+}
+
+LaunchRequest SupervisionFixture::request(std::vector<std::string> argv, std::string name) const
+{
+    LaunchRequest r;
+    r.argv = std::move(argv);
+    r.env = {{"PATH", "/usr/bin:/bin"}, {"LANG", "C"}};
+    r.pwd = dir;
+    r.log_dir = dir / "logs";
+    r.name = std::move(name);
+    return r;
+}
+
+std::string SupervisionFixture::column(const std::string& row_id, const std::string& name) const
+{
+    pqxx::work tx(*conn);
+    const auto r = tx.exec("SELECT " + name + "::text FROM process WHERE id = " + tx.quote(row_id));
+    tx.commit();
+    return r.empty() || r[0][0].is_null() ? "" : r[0][0].as<std::string>();
+}
+
+bool eventually(const std::function<bool()>& condition, std::chrono::milliseconds timeout)
+{
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!condition()) {
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return condition();
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    return true;
+}
+
+bool pid_alive(pid_t pid)
+{
+    const auto stat = read_proc_stat(pid);
+    return stat && stat->state != 'Z' && stat->state != 'X';
+}
+
+int zombie_children()
+{
+    int count = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const auto stat = read_proc_stat(std::stoi(name));
+        if (stat && stat->state == 'Z' && stat->ppid == ::getpid()) {
+            ++count;
+        }
+    }
+    return count;
+}
+
+int open_fd_count()
+{
+    int count = 0;
+    for ([[maybe_unused]] const auto& entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+        ++count;
+    }
+    return count;
+}
+
+std::vector<pid_t> pids_with_cookie(const std::string& cookie)
+{
+    return find_tree_members(SweepTarget{cookie, std::nullopt, 0});
+}
+
+} // namespace orch::test

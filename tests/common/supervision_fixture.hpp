@@ -1,0 +1,42 @@
+#pragma once
+
+#include "common/machine.hpp"
+#include "common/supervisor.hpp"
+#include "tests/support/pg_fixture.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace orch::test {
+
+// A scratch database with a machine row, a temp directory and a unique
+// cgroup scope, so parallel test processes never share hooks.
+struct SupervisionFixture {
+    SupervisionFixture();
+
+    SupervisorOptions options(bool fallback) const;
+    LaunchRequest request(std::vector<std::string> argv, std::string name = "hook") const;
+    // One column of the process row as text ("" for NULL).
+    std::string column(const std::string& row_id, const std::string& name) const;
+
+    ScratchDatabase db;
+    std::unique_ptr<pqxx::connection> conn;
+    MachineIdentity machine;
+    std::filesystem::path dir;
+    std::string scope;
+};
+
+// Polls `condition` until it holds or `timeout` passes; returns its last value.
+bool eventually(const std::function<bool()>& condition,
+                std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
+
+bool pid_alive(pid_t pid);                 // exists and is not a zombie
+int zombie_children();                     // zombies whose parent is this process
+int open_fd_count();                       // entries in /proc/self/fd
+std::vector<pid_t> pids_with_cookie(const std::string& cookie);
+
+} // namespace orch::test

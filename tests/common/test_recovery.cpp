@@ -1,0 +1,182 @@
+#include "tests/common/supervision_fixture.hpp"
+
+#include "common/process_table.hpp"
+#include "common/random_id.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+#include <sstream>
+
+#include <linux/sched.h>
+#include <spawn.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+using namespace orch;
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+pid_t spawn_sentinel()
+{
+    pid_t pid = 0;
+    char* const argv[] = {const_cast<char*>("sleep"), const_cast<char*>("300"), nullptr};
+    char* const envp[] = {nullptr};
+    REQUIRE(posix_spawn(&pid, "/bin/sleep", nullptr, nullptr, argv, envp) == 0);
+    return pid;
+}
+
+// Starts `sleep 300` with exactly `pid` (needs CAP_SYS_ADMIN): a reused pid.
+pid_t spawn_at_pid(pid_t pid)
+{
+    clone_args args{};
+    args.exit_signal = SIGCHLD;
+    args.set_tid = reinterpret_cast<std::uintptr_t>(&pid);
+    args.set_tid_size = 1;
+    const long rc = ::syscall(SYS_clone3, &args, sizeof args);
+    if (rc == 0) {
+        ::execl("/bin/sleep", "sleep", "300", static_cast<char*>(nullptr));
+        ::_exit(127);
+    }
+    return static_cast<pid_t>(rc);
+}
+
+void stop_sentinel(pid_t pid)
+{
+    ::kill(pid, SIGKILL);
+    ::waitpid(pid, nullptr, 0); // may already be reaped by a Supervisor: ECHILD is fine
+}
+
+} // namespace
+
+TEST_CASE("crash: a new instance kills every orphaned tree and closes every row", "[recovery]")
+{
+    const bool fallback = GENERATE(false, true);
+    SupervisionFixture fx;
+    const pid_t sentinel = spawn_sentinel();
+
+    int out[2];
+    REQUIRE(::pipe(out) == 0);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_adddup2(&actions, out[1], STDOUT_FILENO);
+    posix_spawn_file_actions_addclose(&actions, out[0]);
+    const std::string program = program_path("sup_crash_supervisor").string();
+    const std::string programs_dir = program_path("sup_forker").parent_path().string();
+    std::vector<std::string> args{program, fx.db.url(), fx.machine.id, fx.scope, fallback ? "1" : "0",
+                                  programs_dir, fx.dir.string()};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    pid_t supervisor = 0;
+    REQUIRE(posix_spawn(&supervisor, program.c_str(), &actions, nullptr, argv.data(), environ) == 0);
+    posix_spawn_file_actions_destroy(&actions);
+    ::close(out[1]);
+    std::string line;
+    char c;
+    while (::read(out[0], &c, 1) == 1 && c != '\n') {
+        line += c;
+    }
+    ::close(out[0]);
+    std::istringstream words(line);
+    std::string ready, self;
+    std::vector<std::string> hooks(3);
+    words >> ready >> self >> hooks[0] >> hooks[1] >> hooks[2];
+    REQUIRE(ready == "ready");
+    std::vector<std::string> cookies;
+    for (const auto& h : hooks) {
+        cookies.push_back(fx.column(h, "cookie"));
+    }
+    // The forker's 30 processes and the escaper's grandchild exist before the crash.
+    REQUIRE(eventually([&] { return pids_with_cookie(cookies[2]).size() >= 31 && pids_with_cookie(cookies[1]).size() >= 2; }));
+
+    REQUIRE(::kill(supervisor, SIGKILL) == 0);
+    REQUIRE(::waitpid(supervisor, nullptr, 0) == supervisor);
+    for (const auto& h : hooks) {
+        CHECK(fx.column(h, "status") == "running");
+    }
+
+    Supervisor recovering(*fx.conn, fx.options(fallback));
+    const auto report = recovering.recover(500ms);
+    CHECK(report.killed_on_recovery == 3);
+    CHECK(report.lost == 1); // the dead supervisor's own row
+    for (std::size_t i = 0; i < hooks.size(); ++i) {
+        INFO("hook " << i);
+        CHECK(fx.column(hooks[i], "status") == "exited");
+        CHECK(fx.column(hooks[i], "end_reason") == "killed_on_recovery");
+        CHECK(fx.column(hooks[i], "exit_code").empty());
+        CHECK(eventually([&] { return pids_with_cookie(cookies[i]).empty(); }, 5s));
+    }
+    CHECK(fx.column(self, "end_reason") == "lost");
+    CHECK(pid_alive(sentinel));
+    if (!fallback) {
+        CHECK_FALSE(std::filesystem::exists(recovering.containment().group_dir(self)));
+    }
+    CHECK(eventually([&] { recovering.process_events(); return zombie_children() <= 1; }));
+    stop_sentinel(sentinel);
+}
+
+TEST_CASE("pid reuse and other boots are never signalled by recovery or teardown", "[recovery]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+
+    // A hook whose pid is reused after it died unrecorded (as after a crash).
+    const auto hook = sup.launch(fx.request({"sleep", "100"}, "victim"));
+    const pid_t old_pid = hook.pid;
+    {
+        pqxx::work tx(*fx.conn);
+        tx.exec0("UPDATE process SET parent_id = NULL WHERE id = " + tx.quote(hook.row_id));
+        tx.commit();
+    }
+    ::kill(old_pid, SIGKILL);
+    REQUIRE(eventually([&] { sup.process_events(); return !sup.is_running(hook.row_id); }));
+    const pid_t reused = spawn_at_pid(old_pid);
+    REQUIRE(reused == old_pid);
+    {
+        pqxx::work tx(*fx.conn);
+        tx.exec0("UPDATE process SET status = 'running', ended_at = NULL, exit_code = NULL, term_signal = NULL,"
+                 " end_reason = NULL WHERE id = " + tx.quote(hook.row_id));
+        tx.commit();
+    }
+    // Teardown works on pidfds, so it cannot reach the new process either.
+    sup.teardown();
+
+    // Fake rows pointing at a live unrelated process: other start time, other boot.
+    const pid_t sentinel = spawn_sentinel();
+    const auto start = read_proc_stat(sentinel)->start_ticks;
+    const auto dead_parent = random_uuid();
+    const auto fake = random_uuid();
+    const auto other_boot = random_uuid();
+    {
+        pqxx::work tx(*fx.conn);
+        const auto m = tx.quote(fx.machine.id);
+        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
+                 tx.quote(dead_parent) + ", " + m + ", 'worker', 'running', 999999, " + tx.quote(read_boot_id()) + ", 1)");
+        tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks, cookie)"
+                 " VALUES (" + tx.quote(fake) + ", " + m + ", " + tx.quote(dead_parent) + ", 'hook', 'running', " +
+                 std::to_string(sentinel) + ", " + tx.quote(read_boot_id()) + ", " + std::to_string(start + 7) +
+                 ", 'not-the-sentinel')");
+        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
+                 tx.quote(other_boot) + ", " + m + ", 'hook', 'running', " + std::to_string(sentinel) +
+                 ", 'some-earlier-boot', " + std::to_string(start) + ")");
+        tx.commit();
+    }
+    const auto report = sup.recover(200ms);
+    CHECK(report.pid_reused == 2);
+    CHECK(report.boot_changed == 1);
+    CHECK(fx.column(hook.row_id, "end_reason") == "pid_reused");
+    CHECK(fx.column(fake, "end_reason") == "pid_reused");
+    CHECK(fx.column(fake, "exit_code").empty());
+    CHECK(fx.column(other_boot, "end_reason") == "boot_changed");
+    CHECK(fx.column(dead_parent, "end_reason") == "lost");
+    CHECK(pid_alive(reused));
+    CHECK(pid_alive(sentinel));
+    stop_sentinel(reused);
+    stop_sentinel(sentinel);
+}

@@ -1,0 +1,154 @@
+#include "tests/common/supervision_fixture.hpp"
+
+#include "common/file_tail.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+#include <poll.h>
+#include <sys/stat.h>
+
+using namespace orch;
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("a foreground hook is recorded: exit code, tails, env, cmd.sh", "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    auto req = fx.request({"sh", "-c", "echo out-$ORCH_PROCESS_COOKIE; echo db=$DATABASE_URL; echo err >&2; exit 3"});
+    req.env["DATABASE_URL"] = "postgres://secret";
+    req.env["API_TOKEN"] = "hunter2";
+    const auto launched = sup.launch(req);
+    REQUIRE(launched.started());
+    const auto outcome = sup.wait(launched.row_id, 20s);
+    CHECK(outcome.exit_code == 3);
+    CHECK_FALSE(outcome.term_signal);
+    CHECK(fx.column(launched.row_id, "status") == "exited");
+    CHECK(fx.column(launched.row_id, "exit_code") == "3");
+    CHECK(fx.column(launched.row_id, "end_reason") == "exited");
+    const auto cookie = fx.column(launched.row_id, "cookie");
+    CHECK(fx.column(launched.row_id, "stdout_tail") == "out-" + cookie + "\ndb=\n");
+    CHECK(fx.column(launched.row_id, "stderr_tail") == "err\n");
+    CHECK(fx.column(launched.row_id, "pid") == std::to_string(launched.pid));
+    CHECK(fx.column(launched.row_id, "pgid") == std::to_string(launched.pid));
+    CHECK_FALSE(fx.column(launched.row_id, "start_ticks").empty());
+    CHECK(fx.column(launched.row_id, "parent_id") == sup.self_row_id());
+    const auto env = fx.column(launched.row_id, "env");
+    CHECK(env.find("postgres://secret") == std::string::npos);
+    CHECK(env.find("hunter2") == std::string::npos);
+    const auto script = fx.dir / "logs" / ("hook." + launched.row_id + ".cmd.sh");
+    REQUIRE(std::filesystem::exists(script));
+    const auto text = read_file_tail(script, 100000);
+    CHECK(text.find("hunter2") == std::string::npos);
+    CHECK(text.find("'echo out-$ORCH_PROCESS_COOKIE;") != std::string::npos);
+    CHECK(zombie_children() == 0);
+}
+
+TEST_CASE("spawn failures are values and close the row", "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+    const auto not_exec = fx.dir / "not_exec.sh";
+    std::ofstream(not_exec) << "#!/bin/sh\nexit 0\n";
+    const auto bad_interp = fx.dir / "bad_interp.sh";
+    std::ofstream(bad_interp) << "#!/nonexistent/interpreter\n";
+    ::chmod(bad_interp.c_str(), 0755);
+    for (const std::string& program : {std::string("/nonexistent/program"), not_exec.string(), bad_interp.string(),
+                                      std::string("no-such-program-in-path")}) {
+        const auto launched = sup.launch(fx.request({program}));
+        CHECK_FALSE(launched.started());
+        CHECK(fx.column(launched.row_id, "status") == "exited");
+        CHECK(fx.column(launched.row_id, "end_reason") == "spawn_failed");
+        CHECK(fx.column(launched.row_id, "exit_code").empty());
+    }
+    CHECK(zombie_children() == 0);
+}
+
+TEST_CASE("foreground timeout escalates TERM then KILL", "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    const auto polite = sup.launch(fx.request({"sleep", "100"}));
+    const auto outcome = sup.wait(polite.row_id, 300ms, 5s);
+    CHECK(outcome.timed_out);
+    CHECK(outcome.exit_code == 143);
+    CHECK_FALSE(outcome.killed);
+    CHECK(fx.column(polite.row_id, "end_reason") == "timed_out");
+
+    const auto deaf = sup.launch(fx.request({"sh", "-c", "trap '' TERM; while :; do sleep 1; done"}));
+    const auto cookie = fx.column(deaf.row_id, "cookie");
+    const auto killed = sup.wait(deaf.row_id, 200ms, 300ms);
+    CHECK(killed.timed_out);
+    CHECK(killed.killed);
+    CHECK(killed.exit_code == 137);
+    CHECK(pids_with_cookie(cookie).empty());
+    CHECK(eventually([&] { sup.process_events(); return zombie_children() == 0; }));
+}
+
+TEST_CASE("a grandchild holding stdout does not delay exit detection", "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto launched = sup.launch(fx.request({program_path("sup_stdout_holder").string(), "60"}));
+    REQUIRE(eventually([&] {
+        sup.process_events();
+        return fx.column(launched.row_id, "status") == "exited";
+    }));
+    CHECK(std::chrono::steady_clock::now() - t0 < 5s);
+    CHECK(fx.column(launched.row_id, "exit_code") == "0");
+    CHECK(sup.is_running(launched.row_id)); // the tree still holds the grandchild
+    const auto outcomes = sup.teardown({launched.row_id}, 200ms);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].tree_empty); // the leaderless tree got SIGTERM directly
+    CHECK(pids_with_cookie(fx.column(launched.row_id, "cookie")).empty());
+}
+
+TEST_CASE("the epoll fd integrates into a poll loop; heartbeats are written", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.heartbeat_interval = 100ms;
+    Supervisor sup(*fx.conn, options);
+    const auto sleeper = sup.launch(fx.request({"sleep", "100"}));
+    const auto quick = sup.launch(fx.request({"sh", "-c", "exit 7"}));
+    std::vector<ProcessOutcome> finished;
+    const auto deadline = std::chrono::steady_clock::now() + 10s;
+    while (finished.empty() && std::chrono::steady_clock::now() < deadline) {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 1000);
+        sup.process_events();
+        for (auto& o : sup.take_finished()) {
+            finished.push_back(o);
+        }
+    }
+    REQUIRE(finished.size() == 1);
+    CHECK(finished[0].row_id == quick.row_id);
+    CHECK(finished[0].exit_code == 7);
+    REQUIRE(eventually([&] {
+        sup.process_events();
+        return !fx.column(sleeper.row_id, "heartbeat_at").empty() &&
+               fx.column(sleeper.row_id, "heartbeat_at") != fx.column(sleeper.row_id, "started_at");
+    }));
+    CHECK_FALSE(fx.column(sup.self_row_id(), "heartbeat_at").empty());
+    sup.teardown();
+}
+
+TEST_CASE("fd count stays flat and no zombies over 2000 launches", "[supervisor][stress]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+    for (int i = 0; i < 20; ++i) {
+        sup.wait(sup.launch(fx.request({"/bin/true"})).row_id, 10s);
+    }
+    const int fds_before = open_fd_count();
+    for (int i = 0; i < 2000; ++i) {
+        const auto launched = sup.launch(fx.request({"/bin/true"}));
+        REQUIRE(launched.started());
+        REQUIRE(sup.wait(launched.row_id, 10s).exit_code == 0);
+    }
+    CHECK(open_fd_count() == fds_before);
+    CHECK(zombie_children() == 0);
+}

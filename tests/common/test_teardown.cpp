@@ -1,0 +1,141 @@
+#include "tests/common/supervision_fixture.hpp"
+
+#include "common/file_tail.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <csignal>
+
+using namespace orch;
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const char* k_deaf = "trap '' TERM; while :; do sleep 1; done";
+
+const char* mode_name(bool fallback) { return fallback ? "fallback" : "cgroup"; }
+
+} // namespace
+
+TEST_CASE("polite, deaf, escaper and stopped hooks torn down together", "[teardown]")
+{
+    const bool fallback = GENERATE(false, true);
+    INFO("mode " << mode_name(fallback));
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    auto polite_req = fx.request({"sleep", "100"}, "polite");
+    polite_req.timeout_s = 60;
+    const auto polite = sup.launch(polite_req);
+    const auto deaf = sup.launch(fx.request({"sh", "-c", k_deaf}, "deaf"));
+    const auto escaper = sup.launch(fx.request({program_path("sup_escaper").string()}, "escaper"));
+    const auto scrubbed = sup.launch(fx.request({program_path("sup_escaper").string(), "clear-env"}, "scrubbed"));
+    const auto stopped = sup.launch(fx.request({"sleep", "100"}, "stopped"));
+    REQUIRE(::kill(stopped.pid, SIGSTOP) == 0); // our unreaped child: the pid is pinned
+
+    auto grandchild_of = [&](const LaunchResult& l) {
+        const auto path = fx.dir / "logs" / (std::string(l.row_id == escaper.row_id ? "escaper" : "scrubbed") + "." +
+                                             l.row_id + ".stdout.log");
+        pid_t pid = 0;
+        REQUIRE(eventually([&] { return (pid = std::atoi(read_file_tail(path).c_str())) > 0; }));
+        return pid;
+    };
+    const pid_t escaped = grandchild_of(escaper);
+    const pid_t escaped_scrubbed = grandchild_of(scrubbed);
+    REQUIRE(pid_alive(escaped));
+    REQUIRE(pid_alive(escaped_scrubbed));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto outcomes = sup.teardown({}, 1500ms);
+    const auto total = std::chrono::steady_clock::now() - t0;
+    REQUIRE(outcomes.size() == 5);
+    for (const auto& o : outcomes) {
+        INFO("row " << o.row_id);
+        CHECK(o.tree_empty);
+        CHECK(pids_with_cookie(fx.column(o.row_id, "cookie")).empty());
+        CHECK(fx.column(o.row_id, "status") == "exited");
+        if (fallback && o.row_id == scrubbed.row_id) {
+            continue; // known limit of the fallback: see below
+        }
+        if (o.row_id == polite.row_id || o.row_id == stopped.row_id) {
+            CHECK(o.exit_code == 143);
+            CHECK_FALSE(o.killed);
+            CHECK(fx.column(o.row_id, "end_reason") == "exited");
+        } else {
+            CHECK(o.killed);
+            CHECK(fx.column(o.row_id, "end_reason") == "killed_on_teardown");
+        }
+    }
+    CHECK_FALSE(pid_alive(escaped));
+    if (!fallback) {
+        CHECK_FALSE(pid_alive(escaped_scrubbed));
+    } else if (pid_alive(escaped_scrubbed)) {
+        // Documented residual risk of the fallback: a process that both left
+        // the process group (setsid) and scrubbed its environment cannot be
+        // attributed to its tree. Only cgroup containment catches it.
+        WARN("fallback: setsid + env-scrubbed grandchild survived teardown (known limit)");
+        ::kill(escaped_scrubbed, SIGKILL);
+    }
+    CHECK(total < 6s);
+    CHECK(total >= 1400ms);
+    CHECK(eventually([&] { sup.process_events(); return zombie_children() == 0; }));
+    if (!fallback) {
+        CHECK_FALSE(std::filesystem::exists(sup.containment().group_dir(sup.self_row_id()) / polite.row_id));
+    }
+}
+
+TEST_CASE("polite hook: 143, no SIGKILL, well before its deadline", "[teardown]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    const auto polite = sup.launch(fx.request({"sleep", "100"}, "polite"));
+    const auto outcomes = sup.teardown({polite.row_id}, 10s);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].exit_code == 143);
+    CHECK(outcomes[0].term_signal == SIGTERM);
+    CHECK_FALSE(outcomes[0].killed);
+    CHECK(outcomes[0].elapsed < 3s);
+}
+
+TEST_CASE("a forker with 1000+ descendants leaves no survivor", "[teardown][forker]")
+{
+    const bool fallback = GENERATE(false, true);
+    INFO("mode " << mode_name(fallback));
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    const auto forker = sup.launch(fx.request({program_path("sup_forker").string(), "40", "30"}, "forker"));
+    const auto cookie = fx.column(forker.row_id, "cookie");
+    REQUIRE(eventually([&] { return pids_with_cookie(cookie).size() >= 1000; }, 30s));
+    const auto outcomes = sup.teardown({forker.row_id}, 300ms);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(outcomes[0].killed);
+    CHECK(outcomes[0].tree_empty);
+    CHECK(pids_with_cookie(cookie).empty());
+    CHECK(eventually([&] { sup.process_events(); return zombie_children() == 0; }));
+}
+
+TEST_CASE("ten trees with different remaining timeouts: total is the largest, not the sum", "[teardown]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    std::map<std::string, double> timeouts;
+    for (int i = 0; i < 10; ++i) {
+        auto req = fx.request({"sh", "-c", k_deaf}, "deaf" + std::to_string(i));
+        req.timeout_s = 0.4 + 0.2 * i; // 0.4 .. 2.2 s
+        timeouts[sup.launch(req).row_id] = *req.timeout_s;
+    }
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto outcomes = sup.teardown({}, 30s);
+    const auto total = std::chrono::steady_clock::now() - t0;
+    REQUIRE(outcomes.size() == 10);
+    for (const auto& o : outcomes) {
+        const auto expected = std::chrono::duration<double>(timeouts[o.row_id]);
+        INFO("timeout " << timeouts[o.row_id] << "s, ended after " << o.elapsed.count() << "ms");
+        CHECK(o.killed);
+        CHECK(o.elapsed >= expected - 50ms);
+        CHECK(o.elapsed <= expected + 1500ms);
+        CHECK(pids_with_cookie(fx.column(o.row_id, "cookie")).empty());
+    }
+    CHECK(total < 4s);   // the sum of the timeouts is 13 s
+    CHECK(total > 1.5s);
+}
