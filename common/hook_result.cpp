@@ -88,6 +88,14 @@ HookResult decide_hook_result(const HookOutput& output, const HookEnd& end)
         if (clean || (skip_code && r.status == HookStatus::skipped)) {
             return r;
         }
+        if (r.status == HookStatus::failed) {
+            // The default plugins exit 1 after reporting failed; the record's
+            // own error is the useful text.
+            if (!r.error) {
+                r.error = fmt::format("hook reported failed and {}", describe_exit(exit));
+            }
+            return r;
+        }
         // A hook that says "succeeded" and then exits 3 has not succeeded: its
         // output may be incomplete. Keep what it reported, but fail the result.
         std::string why = fmt::format("hook reported {} but {}", record->status, describe_exit(exit));

@@ -17,7 +17,8 @@
 //   contract violation in the output (see hook_output.hpp)   -> failed, error names it
 //   ArchiveResult record, exit 0                              -> the record's status
 //   ArchiveResult record, exit 10, status skipped             -> skipped
-//   ArchiveResult record, other non-zero exit or a signal     -> failed; error says both
+//   ArchiveResult failed, any exit                            -> failed, the record's error
+//   other ArchiveResult, other non-zero exit or a signal      -> failed; error says both
 //   no record: exit 0 -> noresults; exit 10 -> skipped;
 //              other exit -> failed "exited with code N"; signal -> failed "killed by signal N"
 // A background hook stopped by teardown with SIGTERM (signal 15 or exit 143)

@@ -236,3 +236,18 @@ TEST_CASE("hooks: permission denied on a plugins dir or a plugin dir is a Config
     CHECK(run_as_nobody([&] { discover_hooks(t.path() / "plugins"); }) == 0);
     CHECK(run_as_nobody([&] { discover_hooks(t.path() / "closed"); }) == 0);
 }
+
+TEST_CASE("hooks: the repository's own plugins are discovered cleanly", "[hooks][discovery]")
+{
+    const char* src = std::getenv("ORCH_SOURCE_DIR");
+    if (!src || !fs::exists(fs::path(src) / "plugins")) {
+        return;
+    }
+    HookCatalog catalog = discover_hooks(fs::path(src) / "plugins");
+    CHECK_FALSE(catalog.for_event("Snapshot").empty());
+    for (const auto& hook : catalog.hooks) {
+        INFO(hook.id());
+        CHECK(hook.problem.empty());
+        CHECK_FALSE(hook.interpreter.empty());
+    }
+}

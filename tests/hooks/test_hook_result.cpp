@@ -64,8 +64,16 @@ TEST_CASE("hooks: a record that disagrees with a failing exit fails, mentioning 
     CHECK(r.error == std::optional<std::string>("hook reported succeeded but exited with code 3"));
     CHECK(r.output_str == std::optional<std::string>("out"));  // kept for the user to inspect
 
-    r = decide_hook_result(with_record("failed", "boom"), HookEnd::signalled(SIGSEGV));
-    CHECK(r.error == std::optional<std::string>("boom; hook reported failed but killed by signal 11"));
+    r = decide_hook_result(with_record("skipped", "no curl"), HookEnd::signalled(SIGSEGV));
+    CHECK(r.status == HookStatus::failed);
+    CHECK(r.error == std::optional<std::string>("no curl; hook reported skipped but killed by signal 11"));
+
+    // The default plugins report failed and exit 1: the record's error stands alone.
+    r = decide_hook_result(with_record("failed", "boom"), HookEnd::exited(1));
+    CHECK(r.status == HookStatus::failed);
+    CHECK(r.error == std::optional<std::string>("boom"));
+    r = decide_hook_result(with_record("failed"), HookEnd::exited(2));
+    CHECK(r.error == std::optional<std::string>("hook reported failed and exited with code 2"));
 
     CHECK(decide_hook_result(with_record("skipped"), HookEnd::exited(10)).status == HookStatus::skipped);
     CHECK(decide_hook_result(with_record("succeeded"), HookEnd::exited(10)).status == HookStatus::failed);
