@@ -130,7 +130,12 @@ void SnapshotRun::launch(const PlannedHook& planned, bool background)
     req.pwd = dir;
     req.log_dir = dir;
     req.name = planned.hook.file_name;
-    req.timeout_s = std::chrono::duration<double>(planned.config.timeout).count();
+    // A background hook lives until the end of its snapshot (a browser for the whole run):
+    // its timeout bounds how long it may take to start, not its lifetime, so its stop
+    // is bounded by the teardown grace alone.
+    if (!background) {
+        req.timeout_s = std::chrono::duration<double>(planned.config.timeout).count();
+    }
     req.plugin = planned.hook.plugin;
     req.hook_name = planned.hook.id();
     req.crawl_id = m_ctx.snapshot.crawl_id;
