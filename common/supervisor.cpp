@@ -109,6 +109,9 @@ Supervisor::~Supervisor()
         }
         m_trees.clear();
         m_containment.remove_group(m_self_id);
+        if (m_containment.uses_cgroups()) {
+            ::rmdir(m_containment.scope_dir().c_str()); // only succeeds when no other supervisor uses it
+        }
         if (m_owns_self_row) {
             process_table::mark_exited(m_conn, m_self_id, {std::nullopt, std::nullopt, "exited", {}, {}});
         }
