@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
 #include <cerrno>
@@ -221,12 +222,23 @@ nlohmann::json load_plugin_defaults(const fs::path& plugin_dir)
 {
     fs::path file = plugin_dir / "config.json";
     std::error_code ec;
-    auto status = fs::status(file, ec);
+    auto status = fs::symlink_status(file, ec);
     if (ec == std::errc::no_such_file_or_directory) {
         return nlohmann::json::object();
     }
     if (ec) {
         throw ConfigError(fmt::format("{}: {}", file.string(), ec.message()));
+    }
+    if (fs::is_symlink(status)) {
+        // Parse errors quote the text they choke on; a link to an arbitrary
+        // file must not turn config loading into a way of printing it.
+        fs::path target = fs::canonical(file, ec);
+        fs::path dir = fs::canonical(plugin_dir, ec);
+        auto [d, t] = std::mismatch(dir.begin(), dir.end(), target.begin(), target.end());
+        if (ec || d != dir.end() || t == target.end()) {
+            throw ConfigError(fmt::format("{}: symlink leading outside the plugin directory", file.string()));
+        }
+        status = fs::status(target, ec);
     }
     if (!fs::is_regular_file(status)) {
         throw ConfigError(fmt::format("{}: not a regular file", file.string()));

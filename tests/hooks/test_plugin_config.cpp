@@ -80,6 +80,24 @@ TEST_CASE("hooks: load_plugin_defaults: config.json that is a directory is a Con
     CHECK_THROWS_AS(load_plugin_defaults(t.path() / "p"), ConfigError);
 }
 
+TEST_CASE("hooks: load_plugin_defaults: a config.json symlink must stay inside the plugin dir", "[hooks][config]")
+{
+    TempTree t;
+    t.write("secret.txt", "top secret, not JSON");
+    t.mkdir("p");
+    std::filesystem::create_symlink(t.path() / "secret.txt", t.path() / "p/config.json");
+    try {
+        load_plugin_defaults(t.path() / "p");
+        FAIL("expected ConfigError");
+    } catch (const ConfigError& e) {
+        CHECK_THAT(e.what(), Catch::Contains("outside the plugin directory"));
+        CHECK_THAT(e.what(), !Catch::Contains("top secret"));
+    }
+    t.write("q/defaults.json", R"({"timeout": 5})");
+    std::filesystem::create_symlink("defaults.json", t.path() / "q/config.json");
+    CHECK(load_plugin_defaults(t.path() / "q")["timeout"] == 5);
+}
+
 TEST_CASE("hooks: resolve_plugin_config: built-in defaults when nothing is set", "[hooks][config]")
 {
     PluginConfig c = resolve_plugin_config("wget", json::object(), nullptr, {});
