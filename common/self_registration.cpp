@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <cstdlib>
 #include <unistd.h>
 
 namespace orch {
@@ -30,8 +31,21 @@ std::vector<std::string> own_argv()
 
 } // namespace
 
-SelfRow register_self(pqxx::connection& conn, const SelfRegistration& reg)
+SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration)
 {
+    SelfRegistration reg = registration;
+    if (!reg.adopt_id) {
+        // Spawned by one of our supervisors: the row it prepared carries the cookie it gave us.
+        if (const char* cookie = std::getenv(k_cookie_env_var); cookie != nullptr && *cookie != '\0') {
+            pqxx::read_transaction tx(conn);
+            auto r = tx.exec_params("SELECT id FROM process WHERE cookie = $1 AND machine_id = $2 "
+                                    "AND process_type = $3 AND status <> 'exited'",
+                                    std::string(cookie), reg.machine_id, reg.process_type);
+            if (!r.empty()) {
+                reg.adopt_id = r[0][0].as<std::string>();
+            }
+        }
+    }
     if (reg.adopt_id) {
         pqxx::work tx(conn);
         auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "

@@ -23,7 +23,8 @@ struct SelfRow {
     bool owned = false; // inserted by us: we record our own exit; adopted rows are closed by the parent
 };
 
-// Adopts the parent's row (it must exist, be on this machine and not exited; the
+// Adopts the parent's row, named by --process-id or found by the cookie the parent put in
+// our environment (ORCH_PROCESS_COOKIE); the row must be on this machine and not exited; the
 // parent records our pid and identity when it spawns us) or inserts a running row
 // for this process with its OS identity. Throws NotFound for an unknown adopt id.
 SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration);

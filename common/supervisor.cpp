@@ -167,7 +167,11 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
 
     SpawnSpec spec;
     spec.argv = request.argv;
-    for (const auto& [key, value] : env) {
+    auto child_env = env;
+    for (const auto& [key, value] : request.private_env) {
+        child_env[key] = value;
+    }
+    for (const auto& [key, value] : child_env) {
         spec.envp.push_back(key + "=" + value);
     }
     spec.pwd = request.pwd;

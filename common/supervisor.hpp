@@ -39,6 +39,9 @@ struct LaunchRequest {
     // inherited. Database URLs are dropped; secret-looking values are
     // redacted in the row and in cmd.sh.
     std::map<std::string, std::string> env;
+    // Given to the child as they are and never recorded (not in the row, not in
+    // cmd.sh): how a worker receives its DATABASE_URL. Never set this for hooks.
+    std::map<std::string, std::string> private_env;
     std::filesystem::path pwd;     // working directory (must exist)
     std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here
     std::string name = "process";  // hook name, used in file names and logs

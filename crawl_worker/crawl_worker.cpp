@@ -1,27 +1,158 @@
 #include "crawl_worker/crawl_worker.hpp"
 
 #include "common/database.hpp"
+#include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
+#include "common/lease.hpp"
+#include "common/log.hpp"
+#include "common/machine.hpp"
 #include "common/migrate.hpp"
+#include "common/notification_listener.hpp"
+#include "common/plugin_config.hpp"
+#include "common/plugin_roots.hpp"
+#include "common/self_registration.hpp"
+#include "common/stop_signals.hpp"
+#include "common/supervisor.hpp"
+#include "crawl_worker/crawl_run.hpp"
+#include "crawl_worker/crawl_store.hpp"
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 namespace orch {
+namespace {
+
+// Crawl and CrawlEnd hooks with their effective config, found before the crawl is
+// claimed so that broken plugins change nothing.
+std::pair<std::vector<CrawlHook>, std::vector<CrawlHook>> plan_hooks(const std::string& plugins_dir,
+                                                                     const nlohmann::json& crawl_config)
+{
+    auto roots = plugin_roots(plugins_dir);
+    auto catalog = discover_hooks(roots.builtin, roots.user);
+    auto env = current_environment();
+    std::map<std::string, PluginConfig> configs;
+    for (const auto& plugin : catalog.plugins) {
+        configs.emplace(plugin.name,
+                        resolve_plugin_config(plugin.name, load_plugin_defaults(plugin.dir), crawl_config, env));
+    }
+    auto select = [&](const char* event) {
+        std::vector<CrawlHook> out;
+        for (const auto& hook : catalog.for_event(event)) {
+            const auto& config = configs.at(hook.plugin);
+            if (config.enabled) {
+                out.push_back(CrawlHook{hook, config});
+            }
+        }
+        return out;
+    };
+    return {select("Crawl"), select("CrawlEnd")};
+}
+
+int env_int(const char* name, int fallback, int min, int max)
+{
+    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
+        char* end = nullptr;
+        long n = std::strtol(v, &end, 10);
+        if (*end != '\0' || n < min || n > max) {
+            throw ConfigError(fmt::format("{} must be a number from {} to {}, got '{}'", name, min, max, v));
+        }
+        return static_cast<int>(n);
+    }
+    return fallback;
+}
+
+} // namespace
 
 ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions& options)
 {
     auto crawl_id = require_uuid(options.crawl_id, "crawl id");
+    std::optional<std::string> adopt;
+    if (!options.process_id.empty()) {
+        adopt = require_uuid(options.process_id, "process id");
+    }
+    StopSignals stop;
     auto data_dir = prepare_data_dir(common);
     auto db = Database::open(common, data_dir);
-    require_current_schema(db.conn());
-    {
-        pqxx::read_transaction tx(db.conn());
-        if (tx.exec_params("SELECT 1 FROM crawl WHERE id = $1", crawl_id).empty()) {
-            throw NotFound(fmt::format("crawl {} not found", crawl_id));
-        }
+    auto& conn = db.conn();
+    require_current_schema(conn);
+    log::set_context("crawl", crawl_id);
+
+    CrawlStore store(conn, crawl_id);
+    auto crawl = store.load();
+    if (!crawl) {
+        throw NotFound(fmt::format("crawl {} not found", crawl_id));
     }
-    throw Error(ExitCode::internal_error, "crawl_worker: running crawls is not implemented yet");
+    if (crawl->status == "sealed") {
+        log::info("crawl already sealed; nothing to do");
+        return ExitCode::ok;
+    }
+    auto [crawl_hooks, end_hooks] = plan_hooks(options.plugins_dir, crawl->config);
+    auto grace = std::chrono::seconds(env_int("TEARDOWN_GRACE", 10, 1, 3600));
+    int max_attempts = env_int("SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100);
+
+    auto machine = detect_machine(optional_machine_id(common));
+    register_machine(conn, machine, std::nullopt);
+    SelfRegistration reg;
+    reg.machine_id = machine.id;
+    reg.adopt_id = adopt;
+    reg.worker_type = "crawl";
+    reg.crawl_id = crawl_id;
+    reg.data_dir = data_dir.string();
+    auto self = register_self(conn, reg);
+    log::set_context("self", self.id);
+
+    ExitCode code = ExitCode::internal_error;
+    try {
+        auto lease = Lease::claim(conn, LeaseTable::crawl, crawl_id, self.id, lease_ttl_from_env());
+        if (!lease) {
+            log::warn("crawl is leased by another worker (or not runnable); not running it");
+            code = ExitCode::lease_lost;
+            close_self(conn, self, to_int(code));
+            return code;
+        }
+        store.set_owner(self.id);
+        SupervisorOptions sup;
+        sup.machine_id = machine.id;
+        sup.self_row_id = self.id;
+        sup.containment.scope = containment_scope(data_dir.string());
+        sup.teardown_grace = grace;
+        Supervisor supervisor(conn, sup);
+
+        CrawlRun::Context ctx;
+        ctx.crawl = *store.load();
+        ctx.data_dir = data_dir;
+        ctx.crawl_dir = data_dir / "crawls" / crawl_id;
+        ctx.max_workers = static_cast<std::size_t>(options.max_snapshot_workers);
+        ctx.max_attempts = max_attempts;
+        ctx.teardown_grace = grace;
+        // A snapshot worker needs its own teardown grace plus time to record and release.
+        ctx.worker_stop_grace = 2 * grace + std::chrono::seconds(5);
+        ctx.snapshot_worker_exe = sibling_executable("snapshot_worker");
+        ctx.worker_args = {"--data-dir", data_dir.string()};
+        if (!options.plugins_dir.empty()) {
+            ctx.worker_args.insert(ctx.worker_args.end(), {"--plugins-dir", options.plugins_dir});
+        }
+        ctx.worker_env = current_environment();
+        if (!db.embedded()) {
+            ctx.worker_private_env["DATABASE_URL"] = db.conninfo();
+        }
+        if (!common.machine_id.empty()) {
+            ctx.worker_env["MACHINE_ID"] = common.machine_id;
+        }
+        ctx.machine_id = machine.id;
+        ctx.self_row_id = self.id;
+        ctx.containment = sup.containment;
+        std::filesystem::create_directories(ctx.crawl_dir);
+        CrawlRun run(ctx, supervisor, store, *lease, conn, stop);
+        code = run.run(crawl_hooks, end_hooks);
+    } catch (const LeaseLost& e) {
+        log::warn(e.what());
+        code = ExitCode::lease_lost;
+    }
+    close_self(conn, self, to_int(code));
+    return code;
 }
 
 } // namespace orch

@@ -1,0 +1,85 @@
+#pragma once
+
+#include "common/exit_codes.hpp"
+#include "common/hook_discovery.hpp"
+#include "common/lease.hpp"
+#include "common/notification_listener.hpp"
+#include "common/plugin_config.hpp"
+#include "common/stop_signals.hpp"
+#include "common/supervisor.hpp"
+#include "crawl_worker/crawl_store.hpp"
+
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+struct CrawlHook {
+    Hook hook;
+    PluginConfig config;
+};
+
+// One claimed crawl, from its Crawl hooks to its seal: runs the hooks, creates the
+// seed snapshots, keeps up to `max_workers` snapshot_worker processes busy, retries
+// snapshots whose worker died, honours the crawl timeout and cancellation, then
+// runs CrawlEnd hooks, tears down the background hooks and seals the crawl.
+// Single-threaded; reacts to worker exits through the supervisor's pidfds.
+class CrawlRun {
+public:
+    struct Context {
+        CrawlRecord crawl;
+        std::filesystem::path data_dir;
+        std::filesystem::path crawl_dir;
+        std::size_t max_workers = 8;
+        int max_attempts = 3;
+        std::chrono::milliseconds teardown_grace{10'000};
+        std::chrono::milliseconds worker_stop_grace{30'000};
+        std::string snapshot_worker_exe;
+        std::vector<std::string> worker_args;        // extra argv for snapshot_worker (--data-dir ...)
+        std::map<std::string, std::string> worker_env;     // recorded environment of workers
+        std::map<std::string, std::string> worker_private_env; // e.g. DATABASE_URL: given, never recorded
+        std::string machine_id;
+        std::string self_row_id;
+        ContainmentOptions containment; // for recovering the hooks of a worker that died
+    };
+
+    CrawlRun(Context ctx, Supervisor& supervisor, CrawlStore& store, Lease& lease, pqxx::connection& conn,
+             StopSignals& stop);
+
+    // ok = sealed; interrupted = stopped by a signal, crawl released; lease_lost.
+    ExitCode run(const std::vector<CrawlHook>& crawl_hooks, const std::vector<CrawlHook>& end_hooks);
+
+private:
+    enum class Stop { none, signal, cancelled, timed_out, failed };
+
+    // Runs the hooks of one event in step order; returns false if a required hook failed.
+    bool run_hooks(const std::vector<CrawlHook>& hooks, const char* event);
+    std::string launch_hook(const CrawlHook& h, bool background);
+    void spawn_due_workers();
+    void on_worker_exit(const ProcessOutcome& outcome);
+    void pump(std::chrono::steady_clock::time_point until);
+    void check_limits();
+    void stop_workers();
+    std::chrono::steady_clock::time_point crawl_deadline() const;
+
+    Context m_ctx;
+    Supervisor& m_supervisor;
+    CrawlStore& m_store;
+    Lease& m_lease;
+    pqxx::connection& m_conn;
+    StopSignals& m_stop;
+    NotificationListener m_cancel_listener;
+    std::map<std::string, std::string> m_workers;       // process row id -> snapshot id
+    std::vector<std::string> m_background;              // background crawl hook rows
+    std::map<std::string, ProcessOutcome> m_hook_exits; // foreground hook rows that ended
+    Stop m_stopping = Stop::none;
+    std::string m_stop_reason;
+    std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::time_point m_next_check = std::chrono::steady_clock::now();
+};
+
+} // namespace orch

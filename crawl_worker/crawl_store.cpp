@@ -1,0 +1,186 @@
+#include "crawl_worker/crawl_store.hpp"
+
+#include "common/errors.hpp"
+
+#include <fmt/format.h>
+
+namespace orch {
+namespace {
+
+// The crawl-lease fence; FOR SHARE makes a concurrent claim wait for our commit.
+constexpr const char* k_fence = "EXISTS (SELECT 1 FROM crawl f WHERE f.id = $1 AND f.lease_owner = $2 FOR SHARE)";
+
+std::string json_text(const nlohmann::json& j)
+{
+    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
+CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(conn), m_crawl_id(std::move(crawl_id))
+{
+}
+
+std::optional<CrawlRecord> CrawlStore::load()
+{
+    pqxx::read_transaction tx(m_conn);
+    auto r = tx.exec_params("SELECT id, array_to_json(urls)::text, max_depth, max_urls, timeout_s, status, "
+                            " config::text, cancel_requested_at IS NOT NULL, "
+                            " coalesce(extract(epoch FROM now() - started_at), 0) "
+                            "FROM crawl WHERE id = $1",
+                            m_crawl_id);
+    if (r.empty()) {
+        return std::nullopt;
+    }
+    const auto& row = r[0];
+    CrawlRecord c;
+    c.id = row[0].as<std::string>();
+    c.urls = nlohmann::json::parse(row[1].as<std::string>()).get<std::vector<std::string>>();
+    c.max_depth = row[2].as<int>();
+    if (!row[3].is_null()) {
+        c.max_urls = row[3].as<int>();
+    }
+    if (!row[4].is_null()) {
+        c.timeout_s = row[4].as<int>();
+    }
+    c.status = row[5].as<std::string>();
+    c.config = nlohmann::json::parse(row[6].as<std::string>());
+    c.cancel_requested = row[7].as<bool>();
+    c.started_seconds_ago = row[8].as<double>();
+    return c;
+}
+
+int CrawlStore::create_seed_snapshots(const std::vector<std::string>& urls, std::optional<int> max_urls)
+{
+    std::vector<std::string> accepted = urls;
+    if (max_urls && static_cast<int>(accepted.size()) > *max_urls) {
+        accepted.resize(static_cast<std::size_t>(*max_urls));
+    }
+    pqxx::work tx(m_conn);
+    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
+    if (fence.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while creating snapshots", m_crawl_id));
+    }
+    auto r = tx.exec_params("INSERT INTO snapshot (crawl_id, url, depth) "
+                            "SELECT $1, u, 0 FROM jsonb_array_elements_text($2::jsonb) u "
+                            "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
+                            m_crawl_id, json_text(nlohmann::json(accepted)));
+    tx.commit();
+    return static_cast<int>(r.size());
+}
+
+std::vector<std::string> CrawlStore::due_snapshots(std::size_t limit, const std::vector<std::string>& running)
+{
+    pqxx::read_transaction tx(m_conn);
+    auto r = tx.exec_params("SELECT id FROM snapshot "
+                            "WHERE crawl_id = $1 AND status IN ('queued', 'started') "
+                            "  AND (lease_owner IS NULL OR lease_expires_at < now()) "
+                            "  AND coalesce(retry_at, now()) <= now() "
+                            "  AND NOT (id::text IN (SELECT jsonb_array_elements_text($2::jsonb))) "
+                            "ORDER BY depth, retry_at, created_at LIMIT $3",
+                            m_crawl_id, json_text(nlohmann::json(running)), static_cast<long>(limit));
+    std::vector<std::string> out;
+    for (const auto& row : r) {
+        out.push_back(row[0].as<std::string>());
+    }
+    return out;
+}
+
+long CrawlStore::unsealed_count()
+{
+    pqxx::read_transaction tx(m_conn);
+    return tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1 AND status <> 'sealed'", m_crawl_id)[0]
+        .as<long>();
+}
+
+bool CrawlStore::cancel_requested()
+{
+    pqxx::read_transaction tx(m_conn);
+    auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL FROM crawl WHERE id = $1", m_crawl_id);
+    return !r.empty() && r[0][0].as<bool>();
+}
+
+bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int max_attempts,
+                               std::chrono::seconds backoff, const std::string& reason)
+{
+    pqxx::work tx(m_conn);
+    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
+    if (fence.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while retrying a snapshot", m_crawl_id));
+    }
+    // Only a lease that the dead worker held (or none) is ours to clear.
+    auto row = tx.exec_params("SELECT attempts FROM snapshot WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' "
+                              "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
+                              snapshot_id, m_crawl_id, dead_worker);
+    if (row.empty()) {
+        tx.commit();
+        return false;
+    }
+    int attempts = row[0][0].as<int>();
+    bool sealed = attempts >= max_attempts;
+    if (sealed) {
+        auto error = fmt::format("gave up after {} attempts: {}", attempts, reason);
+        tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
+                        "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
+                        snapshot_id, error);
+        tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = now(), "
+                        " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                        "WHERE id = $1",
+                        snapshot_id, error);
+    } else {
+        tx.exec_params0("UPDATE archive_result SET status = 'queued', error = $2, modified_at = now() "
+                        "WHERE snapshot_id = $1 AND status = 'started'",
+                        snapshot_id, "interrupted: " + reason);
+        tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $2, "
+                        " retry_at = now() + make_interval(secs => $3), modified_at = now() WHERE id = $1",
+                        snapshot_id, reason, static_cast<double>(backoff.count()));
+    }
+    tx.commit();
+    return sealed;
+}
+
+int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& reason)
+{
+    pqxx::work tx(m_conn);
+    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
+    if (fence.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing snapshots", m_crawl_id));
+    }
+    tx.exec_params0("UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
+                    "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
+                    "  AND ar.status IN ('queued', 'started')",
+                    m_crawl_id, reason);
+    auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = now(), "
+                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                            "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
+                            m_crawl_id, outcome, reason);
+    tx.commit();
+    return static_cast<int>(r.size());
+}
+
+std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason)
+{
+    pqxx::work tx(m_conn);
+    std::string outcome;
+    if (forced) {
+        outcome = *forced;
+    } else {
+        auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), count(*) "
+                                      "FROM snapshot WHERE crawl_id = $1",
+                                      m_crawl_id);
+        long ok = counts[0].as<long>();
+        long total = counts[1].as<long>();
+        outcome = ok == total ? "succeeded" : ok == 0 ? "failed" : "partial";
+    }
+    auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = now(), "
+                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                            "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                            m_crawl_id, m_owner, outcome, reason);
+    if (r.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
+    }
+    tx.commit();
+    return outcome;
+}
+
+} // namespace orch

@@ -1,0 +1,61 @@
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+struct CrawlRecord {
+    std::string id;
+    std::vector<std::string> urls;
+    int max_depth = 0;
+    std::optional<int> max_urls;
+    std::optional<int> timeout_s;
+    std::string status;
+    nlohmann::json config = nlohmann::json::object();
+    bool cancel_requested = false;
+    double started_seconds_ago = 0; // since the crawl first started (0 if never)
+};
+
+// Crawl-level reads and writes. Writes are conditioned on holding the crawl's
+// lease (owner); a write that matches nothing throws LeaseLost. Each call commits.
+class CrawlStore {
+public:
+    CrawlStore(pqxx::connection& conn, std::string crawl_id);
+
+    std::optional<CrawlRecord> load();
+    void set_owner(std::string owner) { m_owner = std::move(owner); }
+
+    // Depth-0 snapshots for the crawl's URLs (idempotent, honours max_urls).
+    int create_seed_snapshots(const std::vector<std::string>& urls, std::optional<int> max_urls);
+    // Unsealed snapshots that no live lease holds and that are due, oldest/shallowest
+    // first, excluding `running` (snapshot ids we already run). At most `limit`.
+    std::vector<std::string> due_snapshots(std::size_t limit, const std::vector<std::string>& running);
+    // Unsealed snapshots left (any lease state).
+    long unsealed_count();
+    // Whether cancellation was requested.
+    bool cancel_requested();
+
+    // After a snapshot worker died: frees its lease and makes the snapshot due
+    // again after `backoff`, or seals it failed when it had `max_attempts` already.
+    // Returns true if it was sealed.
+    bool retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int max_attempts,
+                       std::chrono::seconds backoff, const std::string& reason);
+    // Seals every unsealed snapshot with `outcome` (cancelled, timed_out, failed) and
+    // fails their unfinished archive results. Returns how many.
+    int seal_unsealed(const std::string& outcome, const std::string& reason);
+    // Seals the crawl; outcome derived from its snapshots unless `forced` is given.
+    std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason);
+
+private:
+    pqxx::connection& m_conn;
+    std::string m_crawl_id;
+    std::string m_owner;
+};
+
+} // namespace orch
