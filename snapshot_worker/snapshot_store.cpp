@@ -146,7 +146,7 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
     std::vector<std::string> accepted = urls;
     if (max_urls) {
         // The crawl row lock serialises concurrent discoverers, so the limit holds exactly.
-        tx.exec_params0("SELECT 1 FROM crawl WHERE id = $1 FOR UPDATE", m_crawl_id);
+        tx.exec_params1("SELECT 1 FROM crawl WHERE id = $1 FOR UPDATE", m_crawl_id);
         auto existing = tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1", m_crawl_id)[0].as<long>();
         long room = std::max(0L, static_cast<long>(*max_urls) - existing);
         if (static_cast<long>(accepted.size()) > room) {
