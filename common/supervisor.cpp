@@ -123,7 +123,7 @@ Supervisor::~Supervisor()
 LaunchResult Supervisor::launch(const LaunchRequest& request)
 {
     LaunchResult result;
-    result.row_id = random_uuid();
+    result.row_id = request.row_id.empty() ? random_uuid() : request.row_id;
     const std::string cookie = random_uuid();
     const auto env = child_environment(request.env, cookie);
     const auto base = request.log_dir / (request.name + "." + result.row_id);

@@ -42,6 +42,9 @@ struct LaunchRequest {
     // Given to the child as they are and never recorded (not in the row, not in
     // cmd.sh): how a worker receives its DATABASE_URL. Never set this for hooks.
     std::map<std::string, std::string> private_env;
+    // Row id to use (a UUID); empty = a new random one. Lets a caller lease work to
+    // the process row before the process exists.
+    std::string row_id;
     std::filesystem::path pwd;     // working directory (must exist)
     std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here
     std::string name = "process";  // hook name, used in file names and logs

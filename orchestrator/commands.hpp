@@ -21,6 +21,17 @@ struct AddOptions {
     std::string config_json;     // crawl config as a JSON object
 };
 
+struct ScheduleOptions {
+    std::string action;      // add | list | disable | enable
+    std::string every;       // cron expression or alias, for add
+    AddOptions add;          // the crawl template, for add
+    std::string id;          // for disable / enable
+    bool json = false;       // for list
+};
+
+// `schedule add|list|disable|enable`.
+void command_schedule(const CommonOptions& options, const ScheduleOptions& schedule);
+
 // Applies pending migrations; prints what it did.
 void command_migrate(const CommonOptions& options);
 

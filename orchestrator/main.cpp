@@ -2,28 +2,73 @@
 #include "common/entry_point.hpp"
 #include "common/exit_codes.hpp"
 #include "orchestrator/commands.hpp"
+#include "orchestrator/orchestrator_run.hpp"
+
+namespace {
+
+void add_crawl_options(CLI::App& cmd, orch::AddOptions& add)
+{
+    cmd.add_option("urls", add.urls, "http(s) URLs");
+    cmd.add_option("--depth", add.depth, "follow discovered links this deep (0..100)")->check(CLI::Range(0, 100));
+    cmd.add_option("--max-urls", add.max_urls, "stop discovering after this many snapshots")->check(CLI::PositiveNumber);
+    cmd.add_option("--timeout", add.timeout_s, "crawl timeout in seconds")->check(CLI::PositiveNumber);
+    cmd.add_option("--label", add.label, "a label for the crawl");
+    cmd.add_option("--tag", add.tags, "a tag (repeatable)");
+}
+
+} // namespace
 
 int main(int argc, char** argv)
 {
     using namespace orch;
-    CLI::App app{"Claims due crawls, runs crawl workers, recovers what crashed processes left behind.", "orchestrator"};
+    CLI::App app{"Claims due crawls, runs crawl workers, recovers what crashed processes left behind.\n"
+                 "Without a subcommand: run until nothing is due (or until stopped, with --daemon).",
+                 "orchestrator"};
     CommonOptions common;
     add_common_options(app, common);
     app.require_subcommand(0, 1);
+
+    RunOptions run;
+    int poll_s = 5;
+    int idle_s = 2;
+    int stop_grace_s = 60;
+    app.add_flag("--daemon", run.daemon, "run until SIGTERM/SIGINT instead of until idle");
+    app.add_flag("--takeover", run.takeover, "ask the running orchestrator to stop, then take over");
+    app.add_option("--max-crawl-workers", run.max_crawl_workers, "crawl workers at once (default 4)")
+        ->envname("MAX_CRAWL_WORKERS")
+        ->check(CLI::Range(1, 256));
+    app.add_option("--max-snapshot-workers", run.max_snapshot_workers, "snapshot workers per crawl (default 8)")
+        ->envname("MAX_SNAPSHOT_WORKERS")
+        ->check(CLI::Range(1, 256));
+    app.add_option("--plugins-dir", run.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
+    app.add_option("--poll-interval", poll_s, "safety-net poll in seconds (default 5)")->check(CLI::Range(1, 3600));
+    app.add_option("--idle-window", idle_s, "one-shot: exit when nothing is due within this many seconds (default 2)")
+        ->check(CLI::Range(0, 3600));
+    app.add_option("--stop-grace", stop_grace_s, "seconds crawl workers get to stop on SIGTERM (default 60)")
+        ->envname("STOP_GRACE")
+        ->check(CLI::Range(1, 3600));
 
     auto* migrate = app.add_subcommand("migrate", "apply database migrations");
 
     AddOptions add;
     auto* add_cmd = app.add_subcommand("add", "add one crawl of the given URLs; prints its id");
-    add_cmd->add_option("urls", add.urls, "http(s) URLs");
+    add_crawl_options(*add_cmd, add);
     add_cmd->add_option("--urls-file", add.urls_file, "read URLs from a file, one per line ('-' = stdin)");
-    add_cmd->add_option("--depth", add.depth, "follow discovered links this deep (0..100)")->check(CLI::Range(0, 100));
-    add_cmd->add_option("--max-urls", add.max_urls, "stop discovering after this many snapshots")
-        ->check(CLI::PositiveNumber);
-    add_cmd->add_option("--timeout", add.timeout_s, "crawl timeout in seconds")->check(CLI::PositiveNumber);
-    add_cmd->add_option("--label", add.label, "a label for the crawl");
-    add_cmd->add_option("--tag", add.tags, "a tag (repeatable)");
     add_cmd->add_option("--config", add.config_json, "crawl config as a JSON object");
+
+    ScheduleOptions schedule;
+    auto* schedule_cmd = app.add_subcommand("schedule", "crawl schedules");
+    schedule_cmd->require_subcommand(1);
+    auto* sched_add = schedule_cmd->add_subcommand("add", "add a schedule; prints its id");
+    sched_add->add_option("--every", schedule.every, "cron expression, @hourly/@daily/..., or '@every 30m'")
+        ->required();
+    add_crawl_options(*sched_add, schedule.add);
+    auto* sched_list = schedule_cmd->add_subcommand("list", "list schedules");
+    sched_list->add_flag("--json", schedule.json, "one JSON object per line");
+    auto* sched_disable = schedule_cmd->add_subcommand("disable", "disable a schedule");
+    sched_disable->add_option("id", schedule.id, "schedule id")->required();
+    auto* sched_enable = schedule_cmd->add_subcommand("enable", "enable a schedule");
+    sched_enable->add_option("id", schedule.id, "schedule id")->required();
 
     std::string db_action;
     auto* db = app.add_subcommand("db", "manage the embedded PostgreSQL cluster under the data directory");
@@ -41,11 +86,22 @@ int main(int argc, char** argv)
             command_add(common, add);
             return 0;
         }
+        if (*schedule_cmd) {
+            for (auto* sub : {sched_add, sched_list, sched_disable, sched_enable}) {
+                if (*sub) {
+                    schedule.action = sub->get_name();
+                }
+            }
+            command_schedule(common, schedule);
+            return 0;
+        }
         if (*db) {
             // LSB convention for status: 3 = not running.
             return command_db(common, db_action) ? 0 : 3;
         }
-        std::fprintf(stderr, "orchestrator: the run loop is not built yet; use a subcommand (see --help)\n");
-        return to_int(ExitCode::usage);
+        run.poll_interval = std::chrono::seconds(poll_s);
+        run.idle_window = std::chrono::seconds(idle_s);
+        run.stop_grace = std::chrono::seconds(stop_grace_s);
+        return to_int(run_orchestrator(common, run));
     });
 }

@@ -1,0 +1,57 @@
+#include "orchestrator/commands.hpp"
+
+#include "common/database.hpp"
+#include "common/errors.hpp"
+#include "common/ids.hpp"
+#include "common/migrate.hpp"
+#include "orchestrator/schedules.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace orch {
+
+void command_schedule(const CommonOptions& options, const ScheduleOptions& schedule)
+{
+    NewCrawl crawl;
+    if (schedule.action == "add") {
+        crawl.urls = schedule.add.urls;
+        crawl.max_depth = schedule.add.depth;
+        crawl.max_urls = schedule.add.max_urls;
+        crawl.timeout_s = schedule.add.timeout_s;
+        if (!schedule.add.label.empty()) {
+            crawl.label = schedule.add.label;
+        }
+        crawl.tags = schedule.add.tags;
+        validated_urls(crawl.urls);
+    }
+    std::string id;
+    if (schedule.action == "disable" || schedule.action == "enable") {
+        id = require_uuid(schedule.id, "schedule id");
+    }
+    auto data_dir = prepare_data_dir(options);
+    auto db = Database::open(options, data_dir);
+    apply_migrations(db.conn());
+    if (schedule.action == "add") {
+        std::cout << add_schedule(db.conn(), schedule.every, crawl) << std::endl;
+    } else if (schedule.action == "list") {
+        for (const auto& s : list_schedules(db.conn())) {
+            if (schedule.json) {
+                std::cout << nlohmann::json{{"id", s.id},     {"schedule", s.schedule},   {"enabled", s.enabled},
+                                            {"next_run_at", s.next_run_at}, {"last_run_at", s.last_run_at},
+                                            {"label", s.label}, {"urls", s.urls}}
+                                 .dump()
+                          << '\n';
+            } else {
+                std::cout << fmt::format("{}  {:<16} {:<8} next {}  {}\n", s.id, s.schedule,
+                                         s.enabled ? "enabled" : "disabled", s.next_run_at, fmt::join(s.urls, " "));
+            }
+        }
+    } else if (!set_schedule_enabled(db.conn(), id, schedule.action == "enable")) {
+        throw NotFound(fmt::format("schedule {} not found", id));
+    }
+}
+
+} // namespace orch

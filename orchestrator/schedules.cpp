@@ -1,0 +1,124 @@
+#include "orchestrator/schedules.hpp"
+
+#include "common/errors.hpp"
+#include "common/log.hpp"
+#include "orchestrator/cron.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <ctime>
+
+namespace orch {
+namespace {
+
+CronSchedule parse_or_throw(const std::string& text)
+{
+    std::string error;
+    auto s = CronSchedule::parse(text, &error);
+    if (!s) {
+        throw InvalidInput(error);
+    }
+    return *s;
+}
+
+} // namespace
+
+std::string add_schedule(pqxx::connection& conn, const std::string& schedule, const NewCrawl& crawl)
+{
+    auto cron = parse_or_throw(schedule);
+    nlohmann::json tmpl = {{"urls", validated_urls(crawl.urls)},
+                           {"max_depth", crawl.max_depth},
+                           {"config", crawl.config},
+                           {"tags", crawl.tags}};
+    if (crawl.max_urls) {
+        tmpl["max_urls"] = *crawl.max_urls;
+    }
+    if (crawl.timeout_s) {
+        tmpl["timeout_s"] = *crawl.timeout_s;
+    }
+    if (crawl.label) {
+        tmpl["label"] = *crawl.label;
+    }
+    auto next = cron.next_after(std::time(nullptr));
+    pqxx::work tx(conn);
+    auto id = tx.exec_params1("INSERT INTO crawl_schedule (template, schedule, label, next_run_at) "
+                              "VALUES ($1::jsonb, $2, $3, to_timestamp($4)) RETURNING id",
+                              tmpl.dump(), schedule, crawl.label, static_cast<double>(next))[0]
+                  .as<std::string>();
+    tx.commit();
+    return id;
+}
+
+std::vector<ScheduleRow> list_schedules(pqxx::connection& conn)
+{
+    pqxx::read_transaction tx(conn);
+    auto r = tx.exec("SELECT id, schedule, enabled, next_run_at::text, coalesce(last_run_at::text, ''), "
+                     " coalesce(label, ''), (template->'urls')::text FROM crawl_schedule ORDER BY created_at");
+    std::vector<ScheduleRow> out;
+    for (const auto& row : r) {
+        ScheduleRow s;
+        s.id = row[0].as<std::string>();
+        s.schedule = row[1].as<std::string>();
+        s.enabled = row[2].as<bool>();
+        s.next_run_at = row[3].as<std::string>();
+        s.last_run_at = row[4].as<std::string>();
+        s.label = row[5].as<std::string>();
+        s.urls = nlohmann::json::parse(row[6].as<std::string>()).get<std::vector<std::string>>();
+        out.push_back(std::move(s));
+    }
+    return out;
+}
+
+bool set_schedule_enabled(pqxx::connection& conn, const std::string& id, bool enabled)
+{
+    pqxx::work tx(conn);
+    auto r = tx.exec_params("UPDATE crawl_schedule SET enabled = $2, modified_at = now() WHERE id = $1 RETURNING 1",
+                            id, enabled);
+    tx.commit();
+    return !r.empty();
+}
+
+int enqueue_due_schedules(pqxx::connection& conn)
+{
+    int added = 0;
+    pqxx::work tx(conn);
+    auto due = tx.exec("SELECT id, schedule, template::text, extract(epoch FROM next_run_at)::float8 "
+                       "FROM crawl_schedule WHERE enabled AND next_run_at <= now() "
+                       "ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED");
+    for (const auto& row : due) {
+        auto id = row[0].as<std::string>();
+        auto tick = row[3].as<double>();
+        std::string error;
+        auto cron = CronSchedule::parse(row[1].as<std::string>(), &error);
+        if (!cron) {
+            log::error("disabling schedule with an invalid expression", {{"schedule", id}, {"error", error}});
+            tx.exec_params0("UPDATE crawl_schedule SET enabled = false WHERE id = $1", id);
+            continue;
+        }
+        // A schedule that was down for a while runs once, not once per missed tick.
+        auto now = std::time(nullptr);
+        auto next = cron->next_after(std::max(static_cast<std::time_t>(tick), now));
+        tx.exec_params0("UPDATE crawl_schedule SET last_run_at = next_run_at, next_run_at = to_timestamp($2), "
+                        " modified_at = now() WHERE id = $1",
+                        id, static_cast<double>(next));
+        auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
+        auto r = tx.exec_params(
+            "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "
+            " schedule_due_at) "
+            "SELECT ARRAY(SELECT jsonb_array_elements_text(t->'urls')), coalesce((t->>'max_depth')::int, 0), "
+            " (t->>'max_urls')::int, (t->>'timeout_s')::int, t->>'label', "
+            " ARRAY(SELECT jsonb_array_elements_text(coalesce(t->'tags', '[]'))), coalesce(t->'config', '{}'), "
+            " $2, to_timestamp($3) FROM (SELECT $1::jsonb AS t) x "
+            "ON CONFLICT (schedule_id, schedule_due_at) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING id",
+            tmpl.dump(), id, tick);
+        added += static_cast<int>(r.size());
+        if (!r.empty()) {
+            log::info("schedule enqueued a crawl", {{"schedule", id}, {"crawl", r[0][0].as<std::string>()}});
+        }
+    }
+    tx.commit();
+    return added;
+}
+
+} // namespace orch

@@ -1,0 +1,88 @@
+#include "orchestrator/work_queue.hpp"
+
+namespace orch {
+
+std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl)
+{
+    pqxx::work tx(conn);
+    // The CTE is an optimisation fence: LIMIT applies before the UPDATE touches rows.
+    auto r = tx.exec_params("WITH due AS ("
+                            "  SELECT id FROM crawl "
+                            "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
+                            "    AND (lease_owner IS NULL OR lease_expires_at < now()) "
+                            "  ORDER BY retry_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
+                            "UPDATE crawl c SET lease_owner = gen_random_uuid(), "
+                            "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
+                            "FROM due WHERE c.id = due.id RETURNING c.id, c.lease_owner",
+                            static_cast<long>(limit), static_cast<double>(ttl.count()));
+    tx.commit();
+    std::vector<ClaimedCrawl> out;
+    for (const auto& row : r) {
+        out.push_back(ClaimedCrawl{row[0].as<std::string>(), row[1].as<std::string>()});
+    }
+    return out;
+}
+
+void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
+                   std::chrono::seconds backoff)
+{
+    pqxx::work tx(conn);
+    tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
+                    " retry_at = now() + make_interval(secs => $3), modified_at = now() "
+                    "WHERE id = $1 AND lease_owner = $2 AND status <> 'sealed'",
+                    crawl_id, owner, static_cast<double>(backoff.count()));
+    tx.commit();
+}
+
+LeaseRecovery release_dead_leases(pqxx::connection& conn)
+{
+    pqxx::work tx(conn);
+    LeaseRecovery out;
+    tx.exec0("UPDATE archive_result ar SET status = 'queued', error = 'interrupted: its worker died', "
+             " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
+             "WHERE ar.snapshot_id = s.id AND ar.status = 'started' AND p.status = 'exited' AND s.status <> 'sealed'");
+    out.snapshots = static_cast<int>(
+        tx.exec0("UPDATE snapshot s SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                 " modified_at = now() FROM process p "
+                 "WHERE p.id = s.lease_owner AND p.status = 'exited' AND s.status <> 'sealed'")
+            .affected_rows());
+    out.crawls = static_cast<int>(
+        tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                 " modified_at = now() FROM process p "
+                 "WHERE p.id = c.lease_owner AND p.status = 'exited' AND c.status <> 'sealed'")
+            .affected_rows());
+    tx.commit();
+    return out;
+}
+
+std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std::string& machine_id)
+{
+    pqxx::read_transaction tx(conn);
+    auto r = tx.exec_params("SELECT p.id FROM process p WHERE p.machine_id = $1 AND p.status = 'running' AND ("
+                            "  EXISTS (SELECT 1 FROM snapshot s WHERE s.lease_owner = p.id AND s.status <> 'sealed' "
+                            "          AND s.lease_expires_at < now()) OR "
+                            "  EXISTS (SELECT 1 FROM crawl c WHERE c.lease_owner = p.id AND c.status <> 'sealed' "
+                            "          AND c.lease_expires_at < now()))",
+                            machine_id);
+    std::vector<std::string> out;
+    for (const auto& row : r) {
+        out.push_back(row[0].as<std::string>());
+    }
+    return out;
+}
+
+bool work_due_within(pqxx::connection& conn, std::chrono::seconds window)
+{
+    pqxx::read_transaction tx(conn);
+    auto secs = static_cast<double>(window.count());
+    return tx
+        .exec_params1("SELECT EXISTS (SELECT 1 FROM crawl WHERE status IN ('queued', 'started') "
+                      "   AND retry_at <= now() + make_interval(secs => $1) "
+                      "   AND (lease_owner IS NULL OR lease_expires_at < now() + make_interval(secs => $1))) "
+                      "OR EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled "
+                      "   AND next_run_at <= now() + make_interval(secs => $1))",
+                      secs)[0]
+        .as<bool>();
+}
+
+} // namespace orch

@@ -1,0 +1,45 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+// A crawl leased to a crawl_worker process row that does not exist yet: the
+// orchestrator spawns the worker with that row id, and the worker's own claim
+// finds the lease already its own.
+struct ClaimedCrawl {
+    std::string crawl_id;
+    std::string worker_row_id;
+};
+
+// Claims up to `limit` due crawls in one statement (FOR UPDATE SKIP LOCKED, due
+// time then creation order), each for a fresh worker row id, with lease `ttl`.
+// Concurrent orchestrators never get the same crawl.
+std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl);
+
+// Gives a crawl back if `owner` still holds it; due again after `backoff`.
+void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
+                   std::chrono::seconds backoff);
+
+struct LeaseRecovery {
+    int crawls = 0;
+    int snapshots = 0;
+};
+
+// Frees the leases of crawls and snapshots whose owner row says exited: a crashed
+// worker's work is resumed at once instead of after its lease expires. Archive
+// results it left started go back to queued.
+LeaseRecovery release_dead_leases(pqxx::connection& conn);
+
+// Process rows on this machine that still run but whose lease expired (stopped or
+// hung workers): the caller must end them before their work runs elsewhere.
+std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std::string& machine_id);
+
+// True when a crawl is due now or within `window`, or a schedule is.
+bool work_due_within(pqxx::connection& conn, std::chrono::seconds window);
+
+} // namespace orch
