@@ -1,0 +1,240 @@
+// crawl_worker end to end: real PostgreSQL, the real crawl_worker and
+// snapshot_worker executables, bash hooks written by the tests.
+
+#include "tests/crawl/crawl_fixture.hpp"
+#include "tests/crawl/hook_scripts.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <set>
+#include <sstream>
+
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+TEST_CASE("crawl_worker: a crawl of 20 URLs completes with its process tree recorded", "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", "echo \"$url\" > saved.txt\n" + succeeded_record("saved"));
+    f.write_hook("meta", "on_Snapshot__20_meta.sh", "exit 0\n"); // no record: noresults
+    auto id = f.add_crawl(CrawlFixture::site_urls(20));
+    auto q = f.quote(id);
+
+    auto p = f.run(id);
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+    CHECK(f.scalar("SELECT lease_owner FROM crawl WHERE id = " + q).empty());
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
+                  " AND status = 'sealed' AND outcome = 'succeeded' AND lease_owner IS NULL") == 20);
+
+    // Archive results: one per hook and snapshot, each pointing at the hook's process row.
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE plugin = 'save' AND status = 'succeeded'") == 20);
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE plugin = 'meta' AND status = 'noresults'") == 20);
+    CHECK(f.count("SELECT count(*) FROM archive_result ar JOIN process p ON p.id = ar.process_id "
+                  "WHERE p.process_type = 'hook' AND p.snapshot_id = ar.snapshot_id") == 40);
+    for (const auto& row : f.rows("SELECT id, url FROM snapshot WHERE crawl_id = " + q)) {
+        CHECK(read_text(f.data / "snapshots" / row[0] / "save" / "saved.txt") == row[1] + "\n");
+    }
+
+    // crawl_worker -> snapshot_worker -> hook, and nothing outside that tree.
+    auto root = f.rows("SELECT id, parent_id FROM process WHERE worker_type = 'crawl' AND crawl_id = " + q);
+    REQUIRE(root.size() == 1);
+    CHECK(root[0][1].empty()); // run by hand: registered itself
+    auto levels = f.rows("WITH RECURSIVE t(id, depth) AS ("
+                         "  SELECT id, 0 FROM process WHERE id = " + f.quote(root[0][0]) +
+                         "  UNION ALL SELECT p.id, t.depth + 1 FROM process p JOIN t ON p.parent_id = t.id) "
+                         "SELECT depth, count(*) FROM t GROUP BY depth ORDER BY depth");
+    CHECK(levels == std::vector<std::vector<std::string>>{{"0", "1"}, {"1", "20"}, {"2", "40"}});
+    CHECK(f.count("SELECT count(*) FROM process") == 61);
+    CHECK(f.count("SELECT count(*) FROM process WHERE parent_id = " + f.quote(root[0][0]) +
+                  " AND process_type = 'worker' AND worker_type = 'snapshot' AND crawl_id = " + q) == 20);
+    CHECK(f.count("SELECT count(DISTINCT snapshot_id) FROM process WHERE worker_type = 'snapshot'") == 20);
+    // Each hook hangs under the worker of its own snapshot.
+    CHECK(f.count("SELECT count(*) FROM process h JOIN process w ON w.id = h.parent_id "
+                  "WHERE h.process_type = 'hook' AND w.worker_type = 'snapshot' "
+                  "  AND h.snapshot_id = w.snapshot_id") == 40);
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR ended_at IS NULL") == 0);
+    CHECK(f.count("SELECT count(*) FROM process WHERE exit_code IS DISTINCT FROM 0") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: never more than N snapshot workers at once", "[crawl_worker]")
+{
+    CrawlFixture f;
+    auto counts = f.root / "counts";
+    f.write_hook("count", "on_Snapshot__10_count.sh",
+                 count_snapshot_workers_function(f.data) + "count >> '" + counts.string() +
+                     "'\nsleep 0.6\ncount >> '" + counts.string() + "'\n" + succeeded_record("counted"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(9));
+    auto q = f.quote(id);
+
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "3"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+
+    // From the OS: what the hooks saw while they ran.
+    auto seen = read_lines(counts);
+    REQUIRE(seen.size() == 18);
+    int most = 0;
+    for (const auto& line : seen) {
+        most = std::max(most, std::stoi(line));
+    }
+    CHECK(most <= 3);
+    CHECK(most >= 2); // the workers did run side by side
+
+    // From the process table: overlapping [started_at, ended_at) of worker rows.
+    CHECK(f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot' AND crawl_id = " + q) == 9);
+    auto overlap = f.count("SELECT max(c) FROM (SELECT (SELECT count(*) FROM process s "
+                           "  WHERE s.worker_type = 'snapshot' AND s.crawl_id = r.crawl_id "
+                           "    AND s.started_at <= r.started_at AND s.ended_at > r.started_at) c "
+                           "  FROM process r WHERE r.worker_type = 'snapshot' AND r.crawl_id = " + q + ") t");
+    CHECK(overlap <= 3);
+    CHECK(overlap >= 2);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: a background crawl hook with children is up for every snapshot, gone after the seal",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    auto seen = f.root / "browser_seen";
+    f.write_hook("browser", "on_Crawl__10_browser.bg.sh", browser_hook());
+    f.write_hook("shot", "on_Snapshot__10_shot.sh", check_browser_hook(seen) + succeeded_record("shot"));
+    f.write_hook("report", "on_CrawlEnd__10_report.sh", "ls \"$DATA_DIR/snapshots\" | wc -l > end.txt\n");
+    auto id = f.add_crawl(CrawlFixture::site_urls(6));
+    auto q = f.quote(id);
+
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "3"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+
+    auto lines = read_lines(seen);
+    CHECK(lines.size() == 6);
+    for (const auto& line : lines) {
+        CHECK(line.substr(line.find(' ') + 1) == "up");
+    }
+
+    // The whole browser tree is gone, including the children that ignore SIGTERM.
+    auto crawl_dir = f.data / "crawls" / id;
+    std::istringstream pid_text(read_text(crawl_dir / "browser" / "pids"));
+    std::vector<pid_t> pids;
+    for (pid_t pid = 0; pid_text >> pid;) {
+        pids.push_back(pid);
+    }
+    REQUIRE(pids.size() == 11);
+    CHECK(poll_until([&] { return std::none_of(pids.begin(), pids.end(), process_alive); }, 10s));
+
+    // Torn down before the seal; CrawlEnd ran after every snapshot, before the seal.
+    auto bg = f.rows("SELECT status, (ended_at <= (SELECT sealed_at FROM crawl WHERE id = " + q +
+                     "))::text FROM process WHERE hook_name LIKE '%browser%'");
+    REQUIRE(bg.size() == 1);
+    CHECK(bg[0] == std::vector<std::string>{"exited", "true"});
+    CHECK(read_text(crawl_dir / "report" / "end.txt") == "6\n");
+    CHECK(f.scalar("SELECT (p.started_at >= (SELECT max(sealed_at) FROM snapshot WHERE crawl_id = " + q +
+                   ") AND p.ended_at <= c.sealed_at)::text FROM process p, crawl c "
+                   "WHERE p.hook_name LIKE '%report%' AND c.id = " + q) == "true");
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: discovered URLs are crawled within max_depth and max_urls", "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("links", "on_Snapshot__10_links.sh",
+                 "printf '{\"type\":\"Snapshot\",\"url\":\"%s/a\"}\\n{\"type\":\"Snapshot\",\"url\":\"%s/b\"}\\n' "
+                 "\"$url\" \"$url\"\n" +
+                     succeeded_record("links"));
+
+    SECTION("max_depth 1: seeds and their links, not the links' links")
+    {
+        auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--depth", "1"});
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        auto q = f.quote(id);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 6);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND depth = 1") == 4);
+        CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+    }
+    SECTION("max_urls caps the number of snapshots")
+    {
+        auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--depth", "3", "--max-urls", "5"});
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        auto q = f.quote(id);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q) == 5);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 5);
+    }
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: Crawl hooks run in step order, a failing one stops the crawl only if required",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    auto order = f.root / "order";
+    f.write_hook("late", "on_Crawl__20_late.sh", "echo late >> '" + order.string() + "'\n");
+    f.write_hook("gate", "on_Crawl__10_gate.sh", "echo gate >> '" + order.string() + "'\nexit 3\n");
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    auto q = f.quote(id);
+
+    SECTION("not required (the default): the crawl goes on")
+    {
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        CHECK(read_lines(order) == std::vector<std::string>{"gate", "late"});
+        CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+        CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 2);
+        CHECK(f.scalar("SELECT exit_code FROM process WHERE hook_name LIKE '%gate%'") == "3");
+    }
+    SECTION("required: the crawl is sealed failed, no snapshot runs")
+    {
+        f.write_config("gate", R"({"required": true})");
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/failed");
+        CHECK_THAT(f.scalar("SELECT seal_reason FROM crawl WHERE id = " + q), Catch::Contains("required"));
+        CHECK(f.count("SELECT count(*) FROM archive_result") == 0);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status <> 'sealed'") == 0);
+        CHECK(f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'") == 0);
+    }
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: unknown, malformed and sealed crawl ids", "[crawl_worker]")
+{
+    CrawlFixture f;
+    SECTION("unknown crawl: 6, not found")
+    {
+        auto p = f.run("4b1c2a3e-0000-4000-8000-000000000000");
+        CHECK(p->exit_code() == 6);
+        CHECK_THAT(p->output(), Catch::Contains("not found"));
+    }
+    SECTION("malformed id: 7")
+    {
+        auto p = f.run("not-a-uuid");
+        CHECK(p->exit_code() == 7);
+        CHECK_THAT(p->output(), Catch::Contains("not-a-uuid"));
+    }
+    SECTION("already sealed: 0, nothing run")
+    {
+        f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+        auto id = f.add_crawl(CrawlFixture::site_urls(1));
+        f.exec("UPDATE crawl SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), retry_at = NULL "
+               "WHERE id = " + f.quote(id));
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        CHECK(f.count("SELECT count(*) FROM snapshot") == 0);
+        CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook'") == 0);
+    }
+}

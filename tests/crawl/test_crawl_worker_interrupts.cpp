@@ -1,0 +1,202 @@
+// crawl_worker under stress: dead snapshot workers, cancellation, the crawl
+// timeout and SIGTERM. Real PostgreSQL, real executables, bash hooks.
+
+#include "tests/crawl/crawl_fixture.hpp"
+#include "tests/crawl/hook_scripts.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace orch::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double seconds_since(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Checks shared by every interrupted crawl: every process row closed, nothing
+// left running in the OS, no archive result half-written ('started'); once the
+// crawl is sealed, none left to do ('queued') either.
+void check_nothing_left(CrawlFixture& f, bool sealed = true)
+{
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR ended_at IS NULL") == 0);
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'started'") == 0);
+    if (sealed) {
+        CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'queued'") == 0);
+    }
+    auto left = f.wait_no_leftovers();
+    INFO("left: " << (left.empty() ? std::string() : left.front()));
+    CHECK(left.empty());
+}
+
+} // namespace
+
+TEST_CASE("crawl_worker: a SIGKILLed snapshot worker's snapshot is retried, its orphaned hooks torn down",
+          "[crawl_worker][interrupts]")
+{
+    auto containment = GENERATE(std::string("auto"), std::string("fallback"));
+    INFO("containment " << containment);
+    CrawlFixture f;
+    auto marker = f.root / "killed-once";
+    auto orphan_pid = f.root / "orphan.pid";
+    auto hook_pid = f.root / "hook.pid";
+    // First attempt on site.test/1: a sleeping hook with a child that ignores SIGTERM.
+    f.write_hook("slow", "on_Snapshot__10_slow.sh",
+                 "if [ \"$url\" = http://site.test/1 ] && mkdir '" + marker.string() +
+                     "' 2>/dev/null; then\n"
+                     "  ( trap '' TERM; exec sleep 300 ) &\n"
+                     "  echo $! > '" + orphan_pid.string() + ".tmp' && mv '" + orphan_pid.string() + ".tmp' '" +
+                     orphan_pid.string() + "'\n"
+                     "  echo $$ > '" + hook_pid.string() + "'\n"
+                     "  sleep 300\n"
+                     "fi\n" +
+                     succeeded_record("done"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    CrawlEnv extra;
+    if (containment == "fallback") {
+        extra["ORCH_CONTAINMENT"] = "fallback";
+    }
+    auto p = f.start(id, extra);
+
+    REQUIRE(poll_until([&] { return std::filesystem::exists(orphan_pid); }, 30s));
+    auto snap = f.scalar("SELECT id FROM snapshot WHERE url = 'http://site.test/1'");
+    auto worker = f.rows("SELECT id, pid FROM process WHERE process_type = 'worker' AND status = 'running' "
+                         "AND snapshot_id = " + f.quote(snap));
+    REQUIRE(worker.size() == 1);
+    REQUIRE(::kill(std::stoi(worker[0][1]), SIGKILL) == 0);
+
+    REQUIRE(p->wait_for(60s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    auto q = f.quote(snap);
+    CHECK(f.scalar("SELECT status || '/' || outcome || '/' || attempts FROM snapshot WHERE id = " + q) ==
+          "sealed/succeeded/2");
+    CHECK(f.scalar("SELECT status FROM archive_result WHERE snapshot_id = " + q) == "succeeded");
+    CHECK(f.scalar("SELECT term_signal FROM process WHERE id = " + f.quote(worker[0][0])) == "9");
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND snapshot_id = " + q) == 2);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
+    // The orphans (the hook and its TERM-ignoring child) are gone, recorded as such.
+    auto orphan = std::stoi(read_text(orphan_pid));
+    auto hook = std::stoi(read_text(hook_pid));
+    CHECK(poll_until([&] { return !process_alive(orphan) && !process_alive(hook); }, 10s));
+    CHECK(f.scalar("SELECT end_reason FROM process WHERE process_type = 'hook' AND parent_id = " +
+                   f.quote(worker[0][0])) == "killed_on_recovery");
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a snapshot whose worker always dies is sealed failed after the maximum attempts",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    f.write_hook("fatal", "on_Snapshot__10_fatal.sh",
+                 "if [ \"$url\" = http://site.test/1 ]; then kill -9 \"$PPID\"; sleep 30; fi\n" +
+                     succeeded_record("ok"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    auto p = f.run(id, {{"SNAPSHOT_MAX_ATTEMPTS", "2"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    auto bad = f.rows("SELECT status, outcome, attempts, error FROM snapshot WHERE url = 'http://site.test/1'");
+    REQUIRE(bad.size() == 1);
+    CHECK(bad[0][0] == "sealed");
+    CHECK(bad[0][1] == "failed");
+    CHECK(bad[0][2] == "2");
+    CHECK_THAT(bad[0][3], Catch::Contains("2 attempts"));
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND term_signal = 9") == 2);
+    CHECK(f.scalar("SELECT outcome FROM snapshot WHERE url = 'http://site.test/2'") == "succeeded");
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/partial");
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: cancellation in the database stops the crawl within about a second",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto terms = f.root / "terms";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", slow_hook(started, terms) + succeeded_record("late"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(6));
+    auto q = f.quote(id);
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
+    auto t0 = Clock::now();
+    f.exec("UPDATE crawl SET cancel_requested_at = now() WHERE id = " + q);
+    // The workers' hooks get SIGTERM once the crawl worker has noticed.
+    REQUIRE(poll_until([&] { return !read_lines(terms).empty(); }, 10s));
+    CHECK(seconds_since(t0) < 4.0);
+    REQUIRE(p->wait_for(30s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(read_lines(started).size() == 2); // nothing spawned after the cancel
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/cancelled");
+    CHECK(f.scalar("SELECT lease_owner FROM crawl WHERE id = " + q).empty());
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status <> 'sealed'") == 0);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'cancelled'") == 6);
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: the crawl timeout seals the crawl timed_out", "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto terms = f.root / "terms";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", slow_hook(started, terms) + succeeded_record("late"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(4), {"--timeout", "2"});
+    auto q = f.quote(id);
+    auto t0 = Clock::now();
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "2"}}, 40s);
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(seconds_since(t0) < 20.0);
+    CHECK(read_lines(started).size() == 2);
+    CHECK(read_lines(terms).size() == 2);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/timed_out");
+    CHECK_THAT(f.scalar("SELECT seal_reason FROM crawl WHERE id = " + q), Catch::Contains("timed out"));
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status <> 'sealed'") == 0);
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: SIGTERM releases the crawl unsealed, a second run finishes it", "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto terms = f.root / "terms";
+    auto fast = f.root / "fast";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh",
+                 "if [ ! -e '" + fast.string() + "' ]; then\n" + slow_hook(started, terms) + "fi\n" +
+                     succeeded_record("done"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(4));
+    auto q = f.quote(id);
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
+    auto t0 = Clock::now();
+    p->signal(SIGTERM);
+    REQUIRE(p->wait_for(30s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 10);
+    CHECK(seconds_since(t0) < 15.0);
+    CHECK(read_lines(terms).size() == 2);
+    auto crawl = f.rows("SELECT status, outcome, lease_owner FROM crawl WHERE id = " + q);
+    CHECK(crawl == std::vector<std::vector<std::string>>{{"started", "", ""}});
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL OR status = 'sealed'") == 0);
+    check_nothing_left(f, false);
+
+    // Resume: the same crawl, to the end.
+    std::ofstream(fast) << "1";
+    auto again = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+    INFO(again->output());
+    CHECK(again->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 4);
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
+    check_nothing_left(f);
+}
