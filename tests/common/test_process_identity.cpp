@@ -24,7 +24,7 @@ pid_t spawn_sleep()
 
 } // namespace
 
-TEST_CASE("identity of a live process verifies; a changed start time is reuse", "[identity]")
+TEST_CASE("identity of a live process verifies, a changed start time is reuse", "[identity]")
 {
     const pid_t pid = spawn_sleep();
     auto pidfd = Pidfd::open(pid);

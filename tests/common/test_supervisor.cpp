@@ -106,7 +106,7 @@ TEST_CASE("a grandchild holding stdout does not delay exit detection", "[supervi
     CHECK(pids_with_cookie(fx.column(launched.row_id, "cookie")).empty());
 }
 
-TEST_CASE("the epoll fd integrates into a poll loop; heartbeats are written", "[supervisor]")
+TEST_CASE("the epoll fd integrates into a poll loop, heartbeats are written", "[supervisor]")
 {
     SupervisionFixture fx;
     auto options = fx.options(false);
