@@ -103,6 +103,8 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             log::warn("crawl stopped early", {{"outcome", *forced}, {"reason", m_stop_reason},
                                               {"snapshots_sealed", std::to_string(sealed)}});
         }
+        // CrawlEnd runs whatever stopped the crawl: from here on only a signal stops hooks.
+        m_finishing = true;
         m_stopping = Stop::none;
         run_hooks(end_hooks, "CrawlEnd");
         if (!m_background.empty()) {
@@ -153,7 +155,7 @@ bool CrawlRun::run_hooks(const std::vector<CrawlHook>& hooks, const char* event)
 {
     bool ok = true;
     for (const auto& h : hooks) {
-        if (m_stopping == Stop::signal) {
+        if (m_stopping != Stop::none) {
             break;
         }
         bool background = h.hook.background;
@@ -167,7 +169,8 @@ bool CrawlRun::run_hooks(const std::vector<CrawlHook>& hooks, const char* event)
             continue;
         }
         auto deadline = Clock::now() + h.config.timeout;
-        while (m_hook_exits.count(row) == 0 && m_stopping != Stop::signal) {
+        // A stop (signal, and for Crawl hooks also cancel or crawl timeout) ends the hook early.
+        while (m_hook_exits.count(row) == 0 && m_stopping == Stop::none) {
             if (Clock::now() >= deadline) {
                 m_hook_exits[row] = m_supervisor.wait(row, std::chrono::milliseconds(0), m_ctx.teardown_grace);
                 m_hook_exits[row].timed_out = true;
@@ -250,7 +253,11 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
 
 void CrawlRun::pump(Clock::time_point until)
 {
-    auto wake = std::min({until, m_lease.next_renewal(), crawl_deadline(), m_next_check});
+    // Once stopping (or running CrawlEnd hooks) the crawl deadline no longer wakes us:
+    // a deadline in the past would make this a busy loop.
+    bool limits_apply = m_stopping == Stop::none && !m_finishing;
+    auto deadline = limits_apply ? crawl_deadline() : Clock::time_point::max();
+    auto wake = std::min({until, m_lease.next_renewal(), deadline, m_next_check});
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now()).count();
     pollfd fds[3] = {{m_supervisor.epoll_fd(), POLLIN, 0}, {m_stop.fd(), POLLIN, 0}, {m_cancel_listener.fd(), POLLIN, 0}};
     int rc = ::poll(fds, 3, static_cast<int>(std::clamp<long long>(ms + 1, 0, 60'000)));
@@ -281,7 +288,7 @@ void CrawlRun::check_limits()
 {
     // Cancellation is polled too, once a second: NOTIFY is a hint, not a guarantee.
     m_next_check = Clock::now() + std::chrono::seconds(1);
-    if (m_stopping != Stop::none) {
+    if (m_stopping != Stop::none || m_finishing) {
         return;
     }
     if (m_store.cancel_requested()) {

@@ -77,6 +77,7 @@ private:
     std::vector<std::string> m_background;              // background crawl hook rows
     std::map<std::string, ProcessOutcome> m_hook_exits; // foreground hook rows that ended
     Stop m_stopping = Stop::none;
+    bool m_finishing = false; // CrawlEnd stage: cancellation and the crawl timeout no longer apply
     std::string m_stop_reason;
     std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point m_next_check = std::chrono::steady_clock::now();
