@@ -120,6 +120,37 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
 
 void SnapshotRun::launch(const PlannedHook& planned, bool background)
 {
+    if (!planned.hook.problem.empty()) {
+        record(planned, std::nullopt, {}, planned.hook.problem);
+        return;
+    }
+    LaunchResult result;
+    try {
+        result = m_supervisor.launch(launch_request(planned, background));
+    } catch (const LeaseLost&) {
+        throw;
+    } catch (const pqxx::failure&) {
+        throw; // the database, not this hook: nothing could be recorded anyway
+    } catch (const std::exception& e) {
+        // This hook cannot start (its directory, its argv, its cgroup leaf):
+        // it fails, the others still run.
+        record(planned, std::nullopt, {}, fmt::format("cannot start hook: {}", e.what()));
+        return;
+    }
+    if (!result.started()) {
+        record(planned, std::nullopt, result.row_id, result.failure->message);
+        return;
+    }
+    m_store.mark_started(planned.result_id, result.row_id);
+    log::info("hook started", {{"hook", planned.hook.id()},
+                               {"process", result.row_id},
+                               {"pid", std::to_string(result.pid)},
+                               {"background", background ? "yes" : "no"}});
+    m_running[result.row_id] = Running{&planned, result.row_id, Clock::now() + planned.config.timeout, background};
+}
+
+LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool background) const
+{
     auto dir = hook_dir(planned);
     std::filesystem::create_directories(dir);
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, m_ctx.snap_dir};
@@ -141,22 +172,7 @@ void SnapshotRun::launch(const PlannedHook& planned, bool background)
     req.crawl_id = m_ctx.snapshot.crawl_id;
     req.snapshot_id = m_ctx.snapshot.id;
     req.archive_result_id = planned.result_id;
-
-    if (!planned.hook.problem.empty()) {
-        record(planned, std::nullopt, {}, planned.hook.problem);
-        return;
-    }
-    auto result = m_supervisor.launch(req);
-    if (!result.started()) {
-        record(planned, std::nullopt, result.row_id, result.failure->message);
-        return;
-    }
-    m_store.mark_started(planned.result_id, result.row_id);
-    log::info("hook started", {{"hook", planned.hook.id()},
-                               {"process", result.row_id},
-                               {"pid", std::to_string(result.pid)},
-                               {"background", background ? "yes" : "no"}});
-    m_running[result.row_id] = Running{&planned, result.row_id, Clock::now() + planned.config.timeout, background};
+    return req;
 }
 
 void SnapshotRun::wait_for_events(Clock::time_point deadline)

@@ -57,7 +57,11 @@ private:
         bool background;
     };
 
+    // Starts a hook, or records it failed when it cannot start (a hook problem,
+    // its directory, its spawn); rethrows LeaseLost and database errors.
     void launch(const PlannedHook& planned, bool background);
+    // Creates the hook's directory; throws when that or its argv is impossible.
+    LaunchRequest launch_request(const PlannedHook& planned, bool background) const;
     void wait_for_events(std::chrono::steady_clock::time_point until);
     void collect_finished();
     void finish(const std::string& row_id, const ProcessOutcome& outcome);
