@@ -1,0 +1,195 @@
+// snapshot_worker under interruption: competing workers, a lease taken away,
+// SIGKILL mid-hook (crash) and SIGTERM.
+#include "tests/workers/worker_fixture.hpp"
+
+#include "common/recovery.hpp"
+#include "common/self_registration.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <fstream>
+#include <set>
+
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string k_succeeded = R"({"type":"ArchiveResult","status":"succeeded"})";
+
+// A hook that appends `tag` to `runs`, then (unless `quick` exists) starts a
+// child that ignores SIGTERM and waits forever; with `quick` it succeeds at once.
+std::string slow_hook(const std::filesystem::path& runs, const std::string& tag, const std::filesystem::path& quick)
+{
+    return "echo " + tag + " >> '" + runs.string() + "'\n" + "if [ -e '" + quick.string() + "' ]; then echo '" +
+           k_succeeded + "'; exit 0; fi\n" + "( trap '' TERM; sleep 303; true ) &\nsleep 300 &\nwait\n";
+}
+
+bool has_line(const std::filesystem::path& path, const std::string& line)
+{
+    return count_lines(path, line) > 0;
+}
+
+} // namespace
+
+TEST_CASE("snapshot_worker: of two workers started together for one snapshot exactly one runs the hooks",
+          "[snapshot_worker][lease]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    auto runs = f.file("runs");
+    f.write_hook("p", "on_Snapshot__10_once.sh", "echo run >> '" + runs.string() + "'\nsleep 2\necho '" + k_succeeded + "'\n");
+    auto a = f.start_worker(snap);
+    auto b = f.start_worker(snap);
+    REQUIRE(a->wait_for(60s));
+    REQUIRE(b->wait_for(60s));
+    INFO(a->err());
+    INFO(b->err());
+    std::multiset<int> codes{a->exit_code(), b->exit_code()};
+    CHECK(codes == std::multiset<int>{0, 8});
+    CHECK(read_lines(runs).size() == 1);
+    CHECK(f.scalar("SELECT count(*) FROM process WHERE process_type = 'hook'") == "1");
+    CHECK(f.scalar("SELECT count(*) FROM archive_result") == "1");
+    CHECK(f.scalar("SELECT status FROM archive_result") == "succeeded");
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = $1", {snap}) == "sealed/succeeded");
+    // Both workers registered and closed their own rows with their exit codes.
+    CHECK(f.scalar("SELECT string_agg(exit_code::text, ',' ORDER BY exit_code) FROM process "
+                   "WHERE process_type = 'worker' AND status = 'exited'") == "0,8");
+}
+
+TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing, tears down its hook and exits 8",
+          "[snapshot_worker][lease]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    auto runs = f.file("runs");
+    f.write_hook("p", "on_Snapshot__10_slow.sh", slow_hook(runs, "slow", f.file("never")));
+    f.write_hook("p", "on_Snapshot__20_after.sh", "echo after >> '" + runs.string() + "'\n");
+    auto w = f.start_worker(snap, {{"LEASE_TTL", "3"}});
+    REQUIRE(eventually([&] { return has_line(runs, "slow"); }, 20s));
+
+    auto thief = f.scalar("SELECT gen_random_uuid()::text");
+    auto taken_at = f.scalar("UPDATE snapshot SET lease_owner = $2::uuid, lease_expires_at = now() + interval '1 hour' "
+                             "WHERE id = $1 RETURNING clock_timestamp()::text",
+                             {snap, thief});
+    REQUIRE(w->wait_for(20s));
+    INFO(w->err());
+    CHECK(w->exit_code() == 8);
+    CHECK_THAT(w->err(), Catch::Contains("lost the lease"));
+    // Nothing was written to the snapshot's rows after the lease changed hands.
+    CHECK(f.scalar("SELECT count(*) FROM archive_result WHERE snapshot_id = $1 AND modified_at >= $2::timestamptz",
+                   {snap, taken_at}) == "0");
+    auto r = f.results(snap);
+    CHECK(r["on_Snapshot__10_slow.sh"].status == "started");
+    CHECK(r["on_Snapshot__20_after.sh"].status == "queued");
+    CHECK(f.scalar("SELECT status || '/' || lease_owner FROM snapshot WHERE id = $1", {snap}) == "started/" + thief);
+    CHECK_FALSE(has_line(runs, "after"));
+    auto left = f.wait_no_leftovers();
+    INFO(::Catch::Detail::stringify(left));
+    CHECK(left.empty());
+}
+
+TEST_CASE("snapshot_worker: after SIGKILL mid-hook, recovery and a rerun seal the snapshot without rerunning "
+          "succeeded hooks",
+          "[snapshot_worker][crash]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    auto runs = f.file("runs");
+    auto quick = f.file("quick");
+    f.write_hook("p", "on_Snapshot__10_first.sh", "echo first >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+    f.write_hook("p", "on_Snapshot__15_skips.sh", "echo skips >> '" + runs.string() + "'\nexit 10\n");
+    f.write_hook("p", "on_Snapshot__20_slow.sh", slow_hook(runs, "slow", quick));
+    f.write_hook("p", "on_Snapshot__30_last.sh", "echo last >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+    f.write_hook("q", "on_Snapshot__10_fails.sh", "echo fails >> '" + runs.string() + "'\nexit 1\n");
+
+    auto w = f.start_worker(snap, {{"LEASE_TTL", "2"}});
+    REQUIRE(eventually([&] { return has_line(runs, "slow"); }, 20s));
+    REQUIRE(eventually([&] { return f.results(snap)["on_Snapshot__20_slow.sh"].status == "started"; }, 10s));
+    w->signal(SIGKILL);
+    REQUIRE(w->wait_for(10s));
+    CHECK(w->term_signal() == SIGKILL);
+    // The hook tree outlived its worker.
+    CHECK_FALSE(f.leftover_processes().empty());
+
+    // Recovery, as the orchestrator will run it: kill the orphaned trees, close their rows.
+    {
+        auto conn = f.db.connect();
+        auto machine = f.scalar("SELECT machine_id FROM process WHERE process_type = 'worker'");
+        orch::RecoveryOptions options;
+        options.containment.scope = orch::containment_scope(f.data.string());
+        options.grace = 500ms;
+        auto report = orch::cleanup_stale_running(*conn, machine, options);
+        CHECK(report.killed_on_recovery >= 1);
+    }
+    auto left = f.wait_no_leftovers();
+    INFO(::Catch::Detail::stringify(left));
+    CHECK(left.empty());
+    CHECK(f.scalar("SELECT count(*) FROM process WHERE status <> 'exited'") == "0");
+
+    // The lease expires (TTL 2 s) and a new worker resumes.
+    REQUIRE(eventually([&] { return f.scalar("SELECT lease_expires_at < now() FROM snapshot WHERE id = $1", {snap}) == "t"; },
+                       10s));
+    std::ofstream(quick.string()) << "";
+    auto again = f.run_worker(snap);
+    INFO(again->err());
+    REQUIRE(again->exit_code() == 0);
+    CHECK(f.scalar("SELECT status FROM snapshot WHERE id = $1", {snap}) == "sealed");
+    CHECK(count_lines(runs, "first") == 1);
+    CHECK(count_lines(runs, "skips") == 1);
+    CHECK(count_lines(runs, "slow") == 2);
+    CHECK(count_lines(runs, "last") == 1);
+    CHECK(count_lines(runs, "fails") == 2); // failed hooks are retried
+    auto r = f.results(snap);
+    CHECK(r.size() == 5);
+    CHECK(r["on_Snapshot__20_slow.sh"].status == "succeeded");
+    CHECK(r["on_Snapshot__20_slow.sh"].attempts == 2);
+    CHECK(r["on_Snapshot__10_first.sh"].attempts == 1);
+    CHECK(f.scalar("SELECT count(*) FROM archive_result WHERE snapshot_id = $1", {snap}) == "5");
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("snapshot_worker: SIGTERM tears down the running hook, requeues it, releases the lease, exits 10",
+          "[snapshot_worker][sigterm]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    auto runs = f.file("runs");
+    auto quick = f.file("quick");
+    f.write_hook("p", "on_Snapshot__10_first.sh", "echo first >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+    f.write_hook("p", "on_Snapshot__20_slow.sh", slow_hook(runs, "slow", quick));
+    f.write_hook("p", "on_Snapshot__30_after.sh", "echo after >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+
+    auto w = f.start_worker(snap);
+    REQUIRE(eventually([&] { return has_line(runs, "slow"); }, 20s));
+    w->signal(SIGTERM);
+    REQUIRE(w->wait_for(20s));
+    INFO(w->err());
+    CHECK(w->exit_code() == 10);
+    auto left = f.wait_no_leftovers(2s);
+    INFO(::Catch::Detail::stringify(left));
+    CHECK(left.empty());
+    auto r = f.results(snap);
+    CHECK(r["on_Snapshot__10_first.sh"].status == "succeeded");
+    CHECK(r["on_Snapshot__20_slow.sh"].status == "queued");
+    CHECK_THAT(r["on_Snapshot__20_slow.sh"].error, Catch::Contains("interrupted"));
+    CHECK(r["on_Snapshot__30_after.sh"].status == "queued");
+    CHECK_FALSE(has_line(runs, "after"));
+    CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (lease_expires_at IS NULL) "
+                   "FROM snapshot WHERE id = $1",
+                   {snap}) == "started/true/true");
+    CHECK(f.scalar("SELECT count(*) FROM process WHERE status <> 'exited'") == "0");
+    CHECK(f.scalar("SELECT exit_code FROM process WHERE process_type = 'worker'") == "10");
+
+    std::ofstream(quick.string()) << "";
+    auto again = f.run_worker(snap);
+    INFO(again->err());
+    REQUIRE(again->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = $1", {snap}) == "sealed/succeeded");
+    CHECK(count_lines(runs, "first") == 1);
+    CHECK(count_lines(runs, "slow") == 2);
+    CHECK(count_lines(runs, "after") == 1);
+    CHECK(f.wait_no_leftovers().empty());
+}
