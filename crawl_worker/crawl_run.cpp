@@ -116,7 +116,22 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
         return ExitCode::ok;
     } catch (const LeaseLost& e) {
         log::warn(e.what());
+        // Nothing more is written for the crawl, but our snapshot workers get the same
+        // graceful stop as on SIGTERM: killed after the short hook grace, they would
+        // leave their hooks running and their results half-written.
+        std::vector<std::string> rows;
+        for (const auto& [row, snap] : m_workers) {
+            rows.push_back(row);
+        }
+        m_workers.clear();
+        bool orphans = false;
+        for (const auto& outcome : m_supervisor.teardown(rows, m_ctx.worker_stop_grace)) {
+            orphans = orphans || !worker_left_snapshot_consistent(outcome);
+        }
         m_supervisor.teardown({}, m_ctx.teardown_grace);
+        if (orphans) {
+            recover_orphans();
+        }
         throw;
     }
 }
@@ -239,16 +254,22 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     auto reason = describe(outcome);
     log::warn("snapshot worker died", {{"snapshot", snapshot_id}, {"process", outcome.row_id}, {"reason", reason}});
     // Its hooks are orphans now: tear them down before the snapshot runs again.
+    int killed = recover_orphans();
+    bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, m_ctx.max_attempts, std::chrono::seconds(1),
+                                        reason);
+    log::info(sealed ? "snapshot sealed as failed" : "snapshot will be retried",
+              {{"snapshot", snapshot_id}, {"orphans_killed", std::to_string(killed)}});
+}
+
+int CrawlRun::recover_orphans()
+{
     RecoveryOptions ro;
     ro.containment = m_ctx.containment;
     ro.self_row_id = m_ctx.self_row_id;
     ro.grace = std::chrono::milliseconds(500);
     auto report = cleanup_stale_running(m_conn, m_ctx.machine_id, ro);
     m_supervisor.process_events();
-    bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, m_ctx.max_attempts, std::chrono::seconds(1),
-                                        reason);
-    log::info(sealed ? "snapshot sealed as failed" : "snapshot will be retried",
-              {{"snapshot", snapshot_id}, {"orphans_killed", std::to_string(report.killed_on_recovery)}});
+    return report.killed_on_recovery;
 }
 
 void CrawlRun::pump(Clock::time_point until)

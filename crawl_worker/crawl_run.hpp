@@ -61,6 +61,8 @@ private:
     std::string launch_hook(const CrawlHook& h, bool background);
     void spawn_due_workers();
     void on_worker_exit(const ProcessOutcome& outcome);
+    // Tears down the hooks of snapshot workers that died (process rows only); returns how many trees.
+    int recover_orphans();
     void pump(std::chrono::steady_clock::time_point until);
     void check_limits();
     void stop_workers();
