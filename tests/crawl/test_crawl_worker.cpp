@@ -238,3 +238,49 @@ TEST_CASE("crawl_worker: unknown, malformed and sealed crawl ids", "[crawl_worke
         CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook'") == 0);
     }
 }
+
+TEST_CASE("crawl_worker: spawned by the orchestrator, the tree is orchestrator -> crawl -> snapshot -> hook",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    std::vector<std::string> orchestrator = {bin_path("orchestrator").string(), "--database-url", f.db.url(),
+                                             "--data-dir", f.data.string(), "--idle-window", "0"};
+    CrawlWorkerProcess p(orchestrator, f.env(), f.root / "orchestrator.log");
+    REQUIRE(p.wait_for(60s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/succeeded");
+    auto levels = f.rows("WITH RECURSIVE t(id, depth, kind) AS ("
+                         "  SELECT id, 0, process_type FROM process WHERE parent_id IS NULL"
+                         "  UNION ALL SELECT p.id, t.depth + 1, p.process_type || coalesce('/' || p.worker_type, '') "
+                         "  FROM process p JOIN t ON p.parent_id = t.id) "
+                         "SELECT depth, kind, count(*) FROM t GROUP BY depth, kind ORDER BY depth");
+    CHECK(levels == std::vector<std::vector<std::string>>{{"0", "orchestrator", "1"},
+                                                          {"1", "worker/crawl", "1"},
+                                                          {"2", "worker/snapshot", "3"},
+                                                          {"3", "hook", "3"}});
+    CHECK(f.count("SELECT count(*) FROM process") == 8);
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR exit_code IS DISTINCT FROM 0") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: a finished snapshot worker is replaced at once, not on a poll", "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", "sleep 0.2\n" + succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(6));
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "1"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    // With one worker at a time, the gap between one worker's end and the next one's start.
+    auto gaps = f.rows("SELECT extract(epoch FROM started_at - lag(ended_at) OVER (ORDER BY started_at)) "
+                       "FROM process WHERE worker_type = 'snapshot' ORDER BY started_at");
+    REQUIRE(gaps.size() == 6);
+    for (std::size_t i = 1; i < gaps.size(); ++i) {
+        INFO("gap " << i << ": " << gaps[i][0] << " s");
+        CHECK(std::stod(gaps[i][0]) >= 0.0);
+        CHECK(std::stod(gaps[i][0]) < 0.5);
+    }
+}

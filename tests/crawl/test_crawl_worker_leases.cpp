@@ -1,0 +1,88 @@
+// crawl_worker and the crawl lease: one worker per crawl, renewal across a
+// long run, and stopping when the lease is taken away.
+
+#include "tests/crawl/crawl_fixture.hpp"
+#include "tests/crawl/hook_scripts.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <fstream>
+
+using namespace orch::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+TEST_CASE("crawl_worker: a second worker for a crawl that is running exits 8 and changes nothing",
+          "[crawl_worker][lease]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto terms = f.root / "terms";
+    auto go = f.root / "go";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh",
+                 "echo \"$snap\" >> '" + started.string() + "'\n"
+                 "for i in $(seq 1 600); do [ -e '" + go.string() + "' ] && break; sleep 0.05; done\n" +
+                     succeeded_record("done"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    auto first = f.start(id);
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
+    auto owner = f.scalar("SELECT lease_owner FROM crawl WHERE id = " + f.quote(id));
+    REQUIRE(!owner.empty());
+
+    auto second = f.run(id, {}, 30s);
+    INFO(second->output());
+    CHECK(second->exit_code() == 8);
+    CHECK(f.scalar("SELECT lease_owner FROM crawl WHERE id = " + f.quote(id)) == owner);
+    CHECK(read_lines(started).size() == 2);
+
+    std::ofstream(go) << "1";
+    REQUIRE(first->wait_for(60s));
+    INFO(first->output());
+    CHECK(first->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: the crawl lease is renewed through a run longer than its TTL", "[crawl_worker][lease]")
+{
+    CrawlFixture f;
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", "sleep 2.5\n" + succeeded_record("done"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(4));
+    auto p = f.run(id, {{"LEASE_TTL", "2"}, {"MAX_SNAPSHOT_WORKERS", "2"}}, 60s);
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded' AND attempts = 1") == 4);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: a lost crawl lease stops the worker with 8, its workers and hooks with it",
+          "[crawl_worker][lease]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto terms = f.root / "terms";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", slow_hook(started, terms) + succeeded_record("late"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(4));
+    auto q = f.quote(id);
+    auto p = f.start(id, {{"LEASE_TTL", "3"}, {"MAX_SNAPSHOT_WORKERS", "2"}});
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
+
+    // Another process takes the crawl over (as if our lease had expired).
+    auto thief = "00000000-0000-4000-8000-0000000000aa";
+    f.exec(std::string("UPDATE crawl SET lease_owner = '") + thief +
+           "', lease_expires_at = now() + interval '1 hour' WHERE id = " + q);
+    auto t0 = Clock::now();
+    REQUIRE(p->wait_for(30s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 8);
+    CHECK(std::chrono::duration<double>(Clock::now() - t0).count() < 15.0);
+    // Nothing written after the lease was lost: not sealed, still the thief's.
+    CHECK(f.rows("SELECT status, lease_owner FROM crawl WHERE id = " + q) ==
+          std::vector<std::vector<std::string>>{{"started", thief}});
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE status = 'sealed'") == 0);
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'started'") == 0);
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
