@@ -42,21 +42,27 @@ CREATE FUNCTION ops.signal_name(term_signal integer) RETURNS text
         WHEN 24 THEN 'SIGXCPU' WHEN 25 THEN 'SIGXFSZ'
         ELSE CASE WHEN term_signal IS NULL THEN NULL ELSE 'SIG' || term_signal END END;
 
+-- A row's part of a tree's sort key: ORDER BY sort_key lists each parent before its
+-- children and siblings in creation order.
+CREATE FUNCTION ops.tree_key(created_at timestamptz, id uuid) RETURNS text
+    LANGUAGE sql IMMUTABLE PARALLEL SAFE
+    RETURN to_char(created_at AT TIME ZONE 'UTC', 'YYYYMMDDHH24MISSUS') || '.' || id::text;
+
 -- Every process row in its tree, walked from the roots (rows without a parent).
--- path = ids from the root down to the row; depth 0 = root. Reads the whole table:
+-- path = ids from the root down to the row; depth 0 = root; ORDER BY sort_key for display. Reads the whole table:
 -- for live work use ops.process_tree_live.
 CREATE VIEW ops.process_tree WITH (security_barrier) AS
-WITH RECURSIVE tree (id, root_id, depth, path) AS (
-    SELECT p.id, p.id, 0, ARRAY[p.id]
+WITH RECURSIVE tree (id, root_id, depth, path, sort_key) AS (
+    SELECT p.id, p.id, 0, ARRAY[p.id], ops.tree_key(p.created_at, p.id)
     FROM process p
     WHERE p.parent_id IS NULL
     UNION ALL
-    SELECT c.id, t.root_id, t.depth + 1, t.path || c.id
+    SELECT c.id, t.root_id, t.depth + 1, t.path || c.id, t.sort_key || '/' || ops.tree_key(c.created_at, c.id)
     FROM tree t
     JOIN process c ON c.parent_id = t.id
     WHERE t.depth < 32 AND c.id <> ALL (t.path)
 )
-SELECT p.id, p.parent_id, t.root_id, t.depth, t.path,
+SELECT p.id, p.parent_id, t.root_id, t.depth, t.path, t.sort_key,
        ops.process_label(p.process_type, p.worker_type) AS type,
        p.process_type, p.worker_type, p.status, p.machine_id, p.pid,
        p.crawl_id, p.snapshot_id, p.plugin, p.hook_name,
@@ -76,17 +82,17 @@ JOIN process p ON p.id = t.id;
 CREATE VIEW ops.process_tree_live WITH (security_barrier) AS
 WITH RECURSIVE live AS (
     SELECT * FROM process WHERE status <> 'exited'
-), tree (id, root_id, depth, path) AS (
-    SELECT l.id, l.id, 0, ARRAY[l.id]
+), tree (id, root_id, depth, path, sort_key) AS (
+    SELECT l.id, l.id, 0, ARRAY[l.id], ops.tree_key(l.created_at, l.id)
     FROM live l
     WHERE l.parent_id IS NULL OR NOT EXISTS (SELECT 1 FROM live x WHERE x.id = l.parent_id)
     UNION ALL
-    SELECT c.id, t.root_id, t.depth + 1, t.path || c.id
+    SELECT c.id, t.root_id, t.depth + 1, t.path || c.id, t.sort_key || '/' || ops.tree_key(c.created_at, c.id)
     FROM tree t
     JOIN live c ON c.parent_id = t.id
     WHERE t.depth < 32 AND c.id <> ALL (t.path)
 )
-SELECT p.id, p.parent_id, t.root_id, t.depth, t.path,
+SELECT p.id, p.parent_id, t.root_id, t.depth, t.path, t.sort_key,
        ops.process_label(p.process_type, p.worker_type) AS type,
        p.process_type, p.worker_type, p.status, p.machine_id, p.pid,
        p.crawl_id, p.snapshot_id, p.plugin, p.hook_name,
