@@ -264,7 +264,10 @@ TEST_CASE("snapshot_worker: a hook printing 200 MB: the worker survives with fla
 TEST_CASE("snapshot_worker: background hooks are collected when they exit, torn down with their children at the end",
           "[snapshot_worker]")
 {
+    auto containment = GENERATE(as<std::string>{}, "", "fallback");
     WorkerFixture f;
+    f.containment = containment;
+    INFO("containment: " << (containment.empty() ? "probed" : containment));
     auto snap = f.add_simple_snapshot();
     auto pids = f.file("bg_pids").string();
     auto quick_done = f.file("quick_done").string();

@@ -96,6 +96,8 @@ TEST_CASE("snapshot_worker: after SIGKILL mid-hook, recovery and a rerun seal th
           "[snapshot_worker][crash]")
 {
     WorkerFixture f;
+    f.containment = GENERATE(as<std::string>{}, "", "fallback");
+    INFO("containment: " << (f.containment.empty() ? "probed" : f.containment));
     auto snap = f.add_simple_snapshot();
     auto runs = f.file("runs");
     auto quick = f.file("quick");
@@ -120,6 +122,7 @@ TEST_CASE("snapshot_worker: after SIGKILL mid-hook, recovery and a rerun seal th
         auto machine = f.scalar("SELECT machine_id FROM process WHERE process_type = 'worker'");
         orch::RecoveryOptions options;
         options.containment.scope = orch::containment_scope(f.data.string());
+        options.containment.force_fallback = f.containment == "fallback";
         options.grace = 500ms;
         auto report = orch::cleanup_stale_running(*conn, machine, options);
         CHECK(report.killed_on_recovery >= 1);
@@ -155,6 +158,8 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook, requeues it, re
           "[snapshot_worker][sigterm]")
 {
     WorkerFixture f;
+    f.containment = GENERATE(as<std::string>{}, "", "fallback");
+    INFO("containment: " << (f.containment.empty() ? "probed" : f.containment));
     auto snap = f.add_simple_snapshot();
     auto runs = f.file("runs");
     auto quick = f.file("quick");

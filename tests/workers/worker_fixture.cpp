@@ -109,7 +109,11 @@ EnvChanges WorkerFixture::worker_env(const EnvChanges& extra) const
                    {"TEARDOWN_GRACE", "1"},
                    {"HOOK_PARALLELISM", std::nullopt},
                    {"LEASE_TTL", std::nullopt},
-                   {"PLUGINS", std::nullopt}};
+                   {"PLUGINS", std::nullopt},
+                   {"ORCH_CONTAINMENT", std::nullopt}};
+    if (!containment.empty()) {
+        env["ORCH_CONTAINMENT"] = containment;
+    }
     for (const auto& [k, v] : extra) {
         env[k] = v;
     }

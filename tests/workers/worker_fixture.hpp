@@ -38,6 +38,9 @@ public:
     std::filesystem::path root;
     std::filesystem::path plugins;
     std::filesystem::path data;
+    // "fallback" forces the fallback containment (ORCH_CONTAINMENT) for every
+    // worker run; empty = what the machine offers (cgroup2 here).
+    std::string containment;
 
     // Inserts a crawl; returns its id.
     std::string add_crawl(int max_depth = 0, std::optional<int> max_urls = std::nullopt,
