@@ -255,8 +255,9 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     log::warn("snapshot worker died", {{"snapshot", snapshot_id}, {"process", outcome.row_id}, {"reason", reason}});
     // Its hooks are orphans now: tear them down before the snapshot runs again.
     int killed = recover_orphans();
-    bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, m_ctx.max_attempts, std::chrono::seconds(1),
-                                        reason);
+    int deaths = ++m_deaths[snapshot_id];
+    bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, deaths, m_ctx.max_attempts,
+                                        std::chrono::seconds(1), reason);
     log::info(sealed ? "snapshot sealed as failed" : "snapshot will be retried",
               {{"snapshot", snapshot_id}, {"orphans_killed", std::to_string(killed)}});
 }

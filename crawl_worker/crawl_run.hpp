@@ -78,6 +78,7 @@ private:
     std::map<std::string, std::string> m_workers;       // process row id -> snapshot id
     std::vector<std::string> m_background;              // background crawl hook rows
     std::map<std::string, ProcessOutcome> m_hook_exits; // foreground hook rows that ended
+    std::map<std::string, int> m_deaths;                // snapshot id -> its workers that died in this run
     Stop m_stopping = Stop::none;
     bool m_finishing = false; // CrawlEnd stage: cancellation and the crawl timeout no longer apply
     std::string m_stop_reason;

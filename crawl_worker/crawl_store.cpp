@@ -4,6 +4,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 namespace orch {
 namespace {
 
@@ -100,8 +102,8 @@ bool CrawlStore::cancel_requested()
     return !r.empty() && r[0][0].as<bool>();
 }
 
-bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int max_attempts,
-                               std::chrono::seconds backoff, const std::string& reason)
+bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths,
+                               int max_attempts, std::chrono::seconds backoff, const std::string& reason)
 {
     pqxx::work tx(m_conn);
     auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
@@ -116,7 +118,7 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
         tx.commit();
         return false;
     }
-    int attempts = row[0][0].as<int>();
+    int attempts = std::max(row[0][0].as<int>(), deaths);
     bool sealed = attempts >= max_attempts;
     if (sealed) {
         auto error = fmt::format("gave up after {} attempts: {}", attempts, reason);

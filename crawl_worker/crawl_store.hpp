@@ -43,8 +43,10 @@ public:
 
     // After a snapshot worker died: frees its lease and makes the snapshot due
     // again after `backoff`, or seals it failed when it had `max_attempts` already.
+    // An attempt is the larger of the snapshot's claims and `deaths` (workers of
+    // this run that died on it), so workers dying before they claim also count.
     // Returns true if it was sealed.
-    bool retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int max_attempts,
+    bool retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths, int max_attempts,
                        std::chrono::seconds backoff, const std::string& reason);
     // Seals every unsealed snapshot with `outcome` (cancelled, timed_out, failed) and
     // fails their unfinished archive results. Returns how many.
