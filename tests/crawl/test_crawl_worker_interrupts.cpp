@@ -200,3 +200,20 @@ TEST_CASE("crawl_worker: SIGTERM releases the crawl unsealed, a second run finis
     CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
     check_nothing_left(f);
 }
+
+TEST_CASE("crawl_worker: snapshot workers that fail before claiming their snapshot still use up its attempts",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    // Only snapshot_worker reads HOOK_PARALLELISM: every worker exits 3 (config) at once.
+    auto p = f.run(id, {{"HOOK_PARALLELISM", "0"}, {"SNAPSHOT_MAX_ATTEMPTS", "2"}}, 40s);
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/failed");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'failed' AND error LIKE '%exited with code 3%'") ==
+          2);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 3") == 4);
+    check_nothing_left(f);
+}
