@@ -4,6 +4,9 @@
 #include "common/errors.hpp"
 #include "common/file_tail.hpp"
 #include "common/log.hpp"
+#include "common/log_bound.hpp"
+
+#include <cstdlib>
 #include "common/machine.hpp"
 #include "common/process_table.hpp"
 #include "common/random_id.hpp"
@@ -93,6 +96,9 @@ Supervisor::Supervisor(pqxx::connection& conn, SupervisorOptions options)
         m_owns_self_row = true;
     }
     m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
+    if (const char* v = std::getenv("HOOK_LOG_MAX_BYTES"); v != nullptr && std::atoll(v) >= 65536) {
+        m_options.max_log_bytes = static_cast<std::uint64_t>(std::atoll(v));
+    }
     log::info("supervisor ready", {{"containment", std::string(to_string(m_containment.mode()))},
                                    {"self", m_self_id},
                                    {"scope_dir", m_containment.scope_dir().string()}});
@@ -258,6 +264,19 @@ void Supervisor::process_events()
     collect_finished();
     if (Clock::now() >= m_next_heartbeat) {
         heartbeat();
+    }
+    if (Clock::now() >= m_next_log_check) {
+        // A hook that floods its output must not fill the disk.
+        for (const auto& [id, tree] : m_trees) {
+            for (const auto* path : {&tree->stdout_path(), &tree->stderr_path()}) {
+                if (bound_log_file(*path, m_options.max_log_bytes) > 0 && m_bounded_logs.insert(path->string()).second) {
+                    log::warn("log over its limit: dropping its oldest output from now on",
+                              {{"process", id}, {"path", path->string()},
+                               {"max_bytes", std::to_string(m_options.max_log_bytes)}});
+                }
+            }
+        }
+        m_next_log_check = Clock::now() + std::chrono::milliseconds(250);
     }
     arm_timer(Clock::now());
 }

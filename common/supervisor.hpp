@@ -9,6 +9,7 @@
 #include <chrono>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <memory>
 #include <optional>
 #include <string>
@@ -31,6 +32,9 @@ struct SupervisorOptions {
     // After SIGKILL, how long to wait for a tree to empty before giving up.
     std::chrono::milliseconds kill_timeout{5'000};
     std::size_t tail_bytes = 4096;
+    // A child's stdout/stderr log keeps at most about this much on disk; older
+    // output is deallocated (see log_bound.hpp). HOOK_LOG_MAX_BYTES overrides.
+    std::uint64_t max_log_bytes = 64ull << 20;
 };
 
 struct LaunchRequest {
@@ -161,6 +165,8 @@ private:
     std::vector<ProcessOutcome> m_finished;      // for take_finished()
     std::map<std::string, ProcessOutcome> m_done; // for wait() and teardown()
     std::chrono::steady_clock::time_point m_next_heartbeat;
+    std::chrono::steady_clock::time_point m_next_log_check;
+    std::set<std::string> m_bounded_logs; // logs already reported as over their limit
     bool m_owns_self_row = false;
 };
 

@@ -1,0 +1,40 @@
+#include "common/log_bound.hpp"
+
+#include "common/fd.hpp"
+
+#include <fcntl.h>
+#include <linux/falloc.h>
+#include <sys/stat.h>
+
+namespace orch {
+
+std::uint64_t bound_log_file(const std::filesystem::path& path, std::uint64_t max_bytes)
+{
+    Fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW)};
+    if (!fd) {
+        return 0;
+    }
+    struct stat st{};
+    if (::fstat(fd.get(), &st) != 0) {
+        return 0;
+    }
+    // st_blocks counts what is really allocated, so a file already punched is not
+    // punched again until new output accumulates.
+    auto allocated = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    auto size = static_cast<std::uint64_t>(st.st_size);
+    if (allocated <= max_bytes || size <= max_bytes / 2) {
+        return 0;
+    }
+    // Keep the newest half of the budget; punch on block boundaries.
+    constexpr std::uint64_t k_block = 4096;
+    std::uint64_t end = (size - max_bytes / 2) / k_block * k_block;
+    if (end == 0) {
+        return 0;
+    }
+    if (::fallocate(fd.get(), FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0, static_cast<off_t>(end)) != 0) {
+        return 0;
+    }
+    return end;
+}
+
+} // namespace orch
