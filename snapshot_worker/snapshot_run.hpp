@@ -45,8 +45,8 @@ public:
                 StopSignals& stop, const UrlFilter& filter);
 
     // Returns ok when every hook ran (the snapshot may be sealed), interrupted
-    // when a stop signal or a crawl cancellation cut it short (unfinished results
-    // requeued).
+    // when a stop signal cut it short (unfinished results requeued). A cancelled
+    // crawl reaches its snapshot workers as SIGTERM from the crawl worker.
     ExitCode run(const std::vector<PlannedHook>& hooks);
 
 private:

@@ -4,6 +4,8 @@
 #include "tests/workers/worker_fixture.hpp"
 
 #include <catch2/catch.hpp>
+
+#include <sys/stat.h>
 #include <nlohmann/json.hpp>
 
 #include <fstream>
@@ -253,12 +255,16 @@ TEST_CASE("snapshot_worker: a hook printing 200 MB: the worker survives with fla
     INFO("worker peak RSS " << w->peak_rss_kb() << " kB");
     CHECK(w->peak_rss_kb() > 0);
     CHECK(w->peak_rss_kb() < 100 * 1024);
-    // The issue asks for a bounded (or rotated) log. The supervisor sends the
-    // hook's stdout straight to <hook>.<row>.stdout.log, unbounded: reported, not failed.
+    // The log is bounded on disk (HOOK_LOG_MAX_BYTES, 64 MiB by default): the oldest
+    // output is punched out while the hook runs; what is left is the recent tail.
     auto log = f.scalar("SELECT stdout_path FROM process WHERE hook_name = 'big/on_Snapshot__10_lines.sh'");
-    auto size = std::filesystem::file_size(log);
-    INFO("stdout log " << log << " is " << size << " bytes");
-    CHECK_NOFAIL(size <= 64u * 1024 * 1024);
+    struct stat st{};
+    REQUIRE(::stat(log.c_str(), &st) == 0);
+    auto on_disk = static_cast<std::uint64_t>(st.st_blocks) * 512;
+    INFO("stdout log " << log << ": " << st.st_size << " bytes written, " << on_disk << " on disk");
+    CHECK(static_cast<std::uint64_t>(st.st_size) > 190'000'000u);
+    // The bound is checked every 250 ms, so a fast writer may overshoot it by what it writes meanwhile.
+    CHECK(on_disk <= 64u * 1024 * 1024 + 64u * 1024 * 1024);
 }
 
 TEST_CASE("snapshot_worker: background hooks are collected when they exit, torn down with their children at the end",
