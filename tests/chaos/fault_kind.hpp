@@ -1,0 +1,31 @@
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace orch::chaos {
+
+// What a trial does to the system. Signal and infrastructure faults strike at a
+// random moment; hostile hooks are present from the start on some URLs.
+enum class FaultKind {
+    kill_orchestrator,
+    kill_crawl_worker,
+    kill_snapshot_worker,
+    kill_hook,
+    stop_worker,        // SIGSTOP a worker past its lease, then SIGCONT
+    pg_restart,         // pg_ctl restart of the trial's own cluster
+    pg_stop,            // server down for ~10 s (shorter in quick mode)
+    disk_full,          // the data directory (a small tmpfs) fills up
+    hook_flood,         // a hook floods stdout (huge line + many lines)
+    hook_fork,          // a hook forks 1,000 children and exits
+    hook_ignore_term,   // a hook ignores SIGTERM past its timeout
+    hook_setsid,        // a hook double-forks + setsid (also with env cleared)
+    hook_hang,          // a hook never exits
+};
+
+const std::vector<FaultKind>& all_fault_kinds();
+std::string to_string(FaultKind kind);
+bool is_hostile_hook(FaultKind kind);
+bool needs_own_cluster(FaultKind kind);
+
+} // namespace orch::chaos

@@ -1,0 +1,161 @@
+#include "tests/chaos/trial.hpp"
+
+#include "tests/chaos/chaos_hooks.hpp"
+#include "tests/chaos/db_query.hpp"
+#include "tests/chaos/fault_injector.hpp"
+#include "tests/chaos/invariants.hpp"
+#include "tests/chaos/trial_sandbox.hpp"
+
+#include <signal.h>
+
+#include <chrono>
+#include <random>
+#include <thread>
+
+namespace orch::chaos {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+constexpr int k_lease_ttl_s = 4;
+
+double seconds_since(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+std::string exit_text(const test::SpawnedProcess& p)
+{
+    if (!p.exited()) {
+        return "running";
+    }
+    return p.term_signal() != 0 ? "signal " + std::to_string(p.term_signal()) : "exit " + std::to_string(p.exit_code());
+}
+
+// Watches the crawl while a process runs: records when it is first seen sealed.
+class SealWatch {
+public:
+    SealWatch(const std::string& url, std::string crawl) : m_url(url), m_crawl(std::move(crawl)) {}
+    void poll(Clock::time_point fault_at)
+    {
+        if (m_sealed_after >= 0) {
+            return;
+        }
+        try {
+            if (scalar(m_url, "SELECT status FROM crawl WHERE id = '" + m_crawl + "'") == "sealed") {
+                m_sealed_after = seconds_since(fault_at);
+            }
+        } catch (const std::exception&) {
+            // The server may be down (a PostgreSQL fault): try again later.
+        }
+    }
+    // Waits for `p` to exit, polling the crawl; false when `timeout` passed first.
+    bool wait(test::SpawnedProcess& p, std::chrono::seconds timeout, Clock::time_point fault_at)
+    {
+        auto deadline = Clock::now() + timeout;
+        while (Clock::now() < deadline) {
+            if (p.wait_for(std::chrono::milliseconds(250))) {
+                poll(fault_at);
+                return true;
+            }
+            poll(fault_at);
+        }
+        return false;
+    }
+    bool sealed() const { return m_sealed_after >= 0; }
+    double sealed_after() const { return m_sealed_after; }
+
+private:
+    const std::string& m_url;
+    std::string m_crawl;
+    double m_sealed_after = -1;
+};
+
+} // namespace
+
+TrialResult run_trial(const TrialOptions& o)
+{
+    std::mt19937_64 rng(o.seed);
+    TrialResult res;
+    res.index = o.index;
+    res.kind = o.kind;
+    res.daemon = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
+    res.urls = o.quick ? std::uniform_int_distribution<int>(20, 30)(rng) : std::uniform_int_distribution<int>(20, 50)(rng);
+    auto started = Clock::now();
+
+    TrialSandbox sandbox("t" + std::to_string(o.index), o.kind == FaultKind::disk_full ? 8L << 20 : 0);
+    write_chaos_plugin(sandbox.plugins(), sandbox.records(), o.kind, sandbox.root().string());
+    std::vector<std::string> urls;
+    for (int i = 1; i <= res.urls; ++i) {
+        urls.push_back("http://chaos.test/" + std::to_string(o.index) + "/" + std::to_string(i));
+    }
+    std::string error;
+    auto crawl = sandbox.add_crawl(urls, error);
+    if (crawl.empty()) {
+        res.violations.push_back("setup: " + error);
+        return res;
+    }
+
+    PgControl no_pg({});
+    FaultInjector injector(sandbox, o.pg != nullptr ? *o.pg : no_pg, rng, k_lease_ttl_s, o.quick ? 5 : 10);
+    SealWatch watch(sandbox.db_url(), crawl);
+
+    // Phase 1: the system under fault.
+    auto first = sandbox.start_orchestrator(res.daemon);
+    double delay = is_hostile_hook(o.kind) ? 0.0 : std::uniform_real_distribution<double>(0.3, 3.0)(rng);
+    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    auto fault_at = Clock::now();
+    auto report = injector.inject(o.kind, first->pid());
+    res.injected = report.injected;
+    res.detail = report.detail;
+    if (res.daemon) {
+        // A daemon never exits by itself: stop it once the crawl is sealed (or after 60 s).
+        auto until = Clock::now() + std::chrono::seconds(60);
+        while (!watch.sealed() && !first->exited() && Clock::now() < until) {
+            first->wait_for(std::chrono::milliseconds(250));
+            watch.poll(fault_at);
+        }
+        first->signal(SIGTERM);
+        if (!watch.wait(*first, std::chrono::seconds(30), fault_at)) {
+            res.violations.push_back("liveness: the daemon did not stop within 30 s of SIGTERM");
+        }
+    } else if (!watch.wait(*first, std::chrono::seconds(120), fault_at)) {
+        res.violations.push_back("liveness: the one-shot orchestrator under fault still ran after 120 s");
+    }
+    first->signal(SIGKILL);
+    first->wait_for(std::chrono::seconds(5));
+    res.detail += "; first orchestrator " + exit_text(*first);
+    sandbox.save_log("orchestrator-1", *first);
+    if (o.pg != nullptr && o.pg->available() && !o.pg->running()) {
+        o.pg->start();
+    }
+
+    // Phase 2: a fresh one-shot orchestrator recovers and finishes.
+    auto second = sandbox.start_orchestrator(false);
+    if (!watch.wait(*second, std::chrono::seconds(180), fault_at)) {
+        res.violations.push_back("liveness: the recovery orchestrator still ran after 180 s");
+        second->signal(SIGKILL);
+        second->wait_for(std::chrono::seconds(5));
+    } else if (second->exit_code() != 0) {
+        res.violations.push_back("recovery: the fresh orchestrator ended with " + exit_text(*second));
+    }
+    res.detail += "; recovery orchestrator " + exit_text(*second);
+    sandbox.save_log("orchestrator-2", *second);
+    res.recover_s = watch.sealed_after();
+
+    try {
+        auto inv = check_invariants(sandbox, {crawl}, urls.size());
+        res.violations.insert(res.violations.end(), inv.violations.begin(), inv.violations.end());
+        res.notes = inv.notes;
+    } catch (const std::exception& e) {
+        res.violations.push_back(std::string("check: ") + e.what());
+    }
+    if (!res.violations.empty()) {
+        sandbox.keep();
+    }
+    res.total_s = seconds_since(started);
+    return res;
+}
+
+} // namespace orch::chaos
