@@ -25,6 +25,11 @@ import time
 import urllib.parse
 from collections import deque
 
+sys.dont_write_bytecode = True  # keep the plugins directory clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hooklib  # noqa: E402  (plugins/hooklib.py: options, result record, URL rule, budget)
+from hooklib import budget, emit  # noqa: E402
+
 _WS_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
 
 OP_CONT, OP_TEXT, OP_BINARY = 0x0, 0x1, 0x2
@@ -594,46 +599,18 @@ def run_capture_hook(plugin, kind, out_name, hook_file):
     Uses the crawl's browser when $CRAWL_DIR/chrome/cdp_url.txt exists and
     answers, else a one-off headless chromium. Prints one ArchiveResult and
     returns the exit code."""
-    import argparse
-
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--url", required=True)
-    args, _ = parser.parse_known_args()
     started = time.monotonic()
-
-    try:
-        with open(os.path.join(os.path.dirname(os.path.abspath(hook_file)), "config.json"), encoding="utf-8") as fh:
-            config = json.load(fh)
-    except (OSError, ValueError):
-        config = {}
-    prefix = plugin.upper() + "_"
-
-    def opt(key, default=None):
-        value = os.environ.get(prefix + key.upper())
-        return config.get(key, default) if value is None else value
-
-    def emit(status, output_str="", error="", output_json=None):
-        record = {"type": "ArchiveResult", "status": status, "output_str": output_str}
-        if output_json is not None:
-            record["output_json"] = output_json
-        if error:
-            record["error"] = error
-        print(json.dumps(record), flush=True)
-
-    def num(key, default):
-        try:
-            return float(opt(key, default))
-        except (TypeError, ValueError):
-            return float(default)
-
-    if not http_url(args.url):
-        emit("skipped", output_str="not an http(s) URL", error=f"unsupported URL (only http and https): {args.url[:200]}")
+    args = hooklib.parse_args()
+    if args is None:
         return 0
+    options = hooklib.Options(plugin.upper() + "_", hook_file)
+    opt, num = options.opt, options.num
+
     timeout = max(1.0, num("timeout", 60))
     deadline = started + budget(timeout)
     width, height = int(num("width", 1280)), int(num("height", 800))
-    full_page = str(opt("full_page", False)).strip().lower() in ("1", "true", "yes", "on")
-    print_background = str(opt("print_background", True)).strip().lower() in ("1", "true", "yes", "on")
+    full_page = hooklib.as_bool(opt("full_page", False))
+    print_background = hooklib.as_bool(opt("print_background", True))
     out_path = os.path.abspath(out_name)
 
     def finish(data_ok, via, error=None):
@@ -688,18 +665,3 @@ def run_capture_hook(plugin, kind, out_name, hook_file):
     ok, error = capture_oneoff(binary, args.url, kind, out_path, deadline, width=width, height=height)
     return finish(ok, "one-off chromium", error)
 
-
-def http_url(url):
-    """Only http(s) URLs are archived (no file://, no option-looking text)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and not url.startswith("-")
-
-
-def budget(timeout):
-    """Seconds a hook may spend before reporting, leaving a margin inside the
-    worker's timeout for cleanup and printing the result."""
-    margin = min(5.0, max(1.5, 0.15 * timeout))
-    return max(0.5, timeout - margin)

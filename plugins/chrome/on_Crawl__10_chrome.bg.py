@@ -22,53 +22,16 @@ import time
 
 sys.dont_write_bytecode = True  # keep the plugins directory clean
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 import cdp  # noqa: E402
+import hooklib  # noqa: E402
+from hooklib import as_bool, emit  # noqa: E402
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-
-
-def load_config():
-    try:
-        with open(os.path.join(HERE, "config.json"), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
-
-
-CONFIG = load_config()
-
-
-def opt(key, default=None):
-    value = os.environ.get(f"CHROME_{key.upper()}")
-    if value is None:
-        return CONFIG.get(key, default)
-    return value
-
-
-def as_bool(value):
-    if isinstance(value, bool):
-        return value
-    return str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def as_float(value, default):
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return float(default)
+OPTIONS = hooklib.Options("CHROME_", __file__)
 
 
 def log(msg):
     print(f"chrome: {msg}", file=sys.stderr, flush=True)
-
-
-def emit(status, output_str="", error="", output_json=None):
-    record = {"type": "ArchiveResult", "status": status, "output_str": output_str}
-    if output_json is not None:
-        record["output_json"] = output_json
-    if error:
-        record["error"] = error
-    print(json.dumps(record), flush=True)
 
 
 def write_atomic(path, text):
@@ -139,7 +102,7 @@ def main():
     for stale in (cdp_file, unavailable_file, browser_file):
         remove(stale)
 
-    configured = str(opt("binary", "") or "")
+    configured = str(OPTIONS.opt("binary", "") or "")
     binary = cdp.resolve_binary(configured)
     if not binary:
         reason = f"chromium not found ({configured or 'searched ' + ', '.join(cdp.DEFAULT_BINARIES)})"
@@ -148,7 +111,7 @@ def main():
         emit("skipped", output_str=reason, error=reason)
         return 0
 
-    launch_timeout = max(1.0, as_float(opt("timeout", 60), 60))
+    launch_timeout = max(1.0, OPTIONS.num("timeout", 60))
     profile = os.path.join(out_dir, "profile")
     shutil.rmtree(profile, ignore_errors=True)
     os.makedirs(profile)
@@ -237,7 +200,7 @@ def main():
     shutdown(proc, ws_url, profile)
     info["stopped_at"] = time.time()
     info["exit_code"] = proc.returncode
-    if not as_bool(opt("keep_profile", False)):
+    if not as_bool(OPTIONS.opt("keep_profile", False)):
         shutil.rmtree(profile, ignore_errors=True)
         info["user_data_dir_removed"] = True
     write_atomic(browser_file, json.dumps(info, indent=2) + "\n")

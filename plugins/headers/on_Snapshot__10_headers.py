@@ -7,58 +7,18 @@ config.json): HEADERS_TIMEOUT, HEADERS_CURL_BINARY, HEADERS_USER_AGENT,
 HEADERS_FOLLOW_REDIRECTS. See plugins/README.md.
 """
 
-import argparse
 import json
 import os
-import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # keep the plugins directory clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hooklib  # noqa: E402
+from hooklib import as_bool, budget, emit  # noqa: E402
 
-
-def load_config():
-    try:
-        with open(os.path.join(HERE, "config.json"), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
-
-
-CONFIG = load_config()
-
-
-def opt(key, default=None):
-    value = os.environ.get("HEADERS_" + key.upper())
-    return CONFIG.get(key, default) if value is None else value
-
-
-def as_bool(value):
-    return value if isinstance(value, bool) else str(value).strip().lower() in ("1", "true", "yes", "on")
-
-
-def emit(status, output_str="", error="", output_json=None):
-    record = {"type": "ArchiveResult", "status": status, "output_str": output_str}
-    if output_json is not None:
-        record["output_json"] = output_json
-    if error:
-        record["error"] = error
-    print(json.dumps(record), flush=True)
-
-
-def http_url(url):
-    """Only http(s) URLs are archived (no file://, no option-looking text)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and not url.startswith("-")
-
-
-def budget(timeout):
-    return max(0.5, timeout - min(5.0, max(1.5, 0.15 * timeout)))
+OPTIONS = hooklib.Options("HEADERS_", __file__)
 
 
 def parse_blocks(raw):
@@ -87,24 +47,16 @@ def parse_blocks(raw):
 
 
 def main():
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--url", required=True)
-    args, _ = parser.parse_known_args()
-    if not http_url(args.url):
-        emit("skipped", output_str="not an http(s) URL", error=f"unsupported URL (only http and https): {args.url[:200]}")
+    args = hooklib.parse_args()
+    if args is None:
         return 0
     started = time.monotonic()
 
-    try:
-        timeout = max(1.0, float(opt("timeout", 30)))
-    except (TypeError, ValueError):
-        timeout = 30.0
+    timeout = max(1.0, OPTIONS.num("timeout", 30))
     limit = budget(timeout)
 
-    configured = str(opt("curl_binary", "curl") or "curl")
-    curl = shutil.which(configured)
+    curl = hooklib.find_tool("curl", str(OPTIONS.opt("curl_binary", "curl") or "curl"))
     if not curl:
-        emit("skipped", output_str=f"curl not found ({configured})", error=f"curl not found ({configured})")
         return 0
 
     cmd = [
@@ -122,9 +74,9 @@ def main():
         "--proto",
         "=http,https",
     ]
-    if as_bool(opt("follow_redirects", True)):
+    if as_bool(OPTIONS.opt("follow_redirects", True)):
         cmd += ["--location", "--max-redirs", "10"]
-    user_agent = str(opt("user_agent", "") or "")
+    user_agent = str(OPTIONS.opt("user_agent", "") or "")
     if user_agent:
         cmd += ["--user-agent", user_agent]
     cmd += ["--", args.url]

@@ -9,55 +9,18 @@ relative to this directory. Config (env, defaults from config.json):
 HTML_TIMEOUT, HTML_WGET_BINARY, HTML_USER_AGENT. See plugins/README.md.
 """
 
-import argparse
-import json
 import os
 import re
-import shutil
 import subprocess
 import sys
 import time
-import urllib.parse
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+sys.dont_write_bytecode = True  # keep the plugins directory clean
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import hooklib  # noqa: E402
+from hooklib import budget, emit  # noqa: E402
 
-
-def load_config():
-    try:
-        with open(os.path.join(HERE, "config.json"), encoding="utf-8") as fh:
-            return json.load(fh)
-    except (OSError, ValueError):
-        return {}
-
-
-CONFIG = load_config()
-
-
-def opt(key, default=None):
-    value = os.environ.get("HTML_" + key.upper())
-    return CONFIG.get(key, default) if value is None else value
-
-
-def emit(status, output_str="", error="", output_json=None):
-    record = {"type": "ArchiveResult", "status": status, "output_str": output_str}
-    if output_json is not None:
-        record["output_json"] = output_json
-    if error:
-        record["error"] = error
-    print(json.dumps(record), flush=True)
-
-
-def http_url(url):
-    """Only http(s) URLs are archived (no file://, no option-looking text)."""
-    try:
-        parts = urllib.parse.urlsplit(url)
-    except ValueError:
-        return False
-    return parts.scheme.lower() in ("http", "https") and bool(parts.netloc) and not url.startswith("-")
-
-
-def budget(timeout):
-    return max(0.5, timeout - min(5.0, max(1.5, 0.15 * timeout)))
+OPTIONS = hooklib.Options("HTML_", __file__)
 
 
 # wget --no-verbose: '2025-01-01 12:00:00 URL:http://h/p [123/123] -> "p.html" [1]'
@@ -73,24 +36,16 @@ def list_files(root):
 
 
 def main():
-    parser = argparse.ArgumentParser(add_help=False)
-    parser.add_argument("--url", required=True)
-    args, _ = parser.parse_known_args()
-    if not http_url(args.url):
-        emit("skipped", output_str="not an http(s) URL", error=f"unsupported URL (only http and https): {args.url[:200]}")
+    args = hooklib.parse_args()
+    if args is None:
         return 0
     started = time.monotonic()
 
-    try:
-        timeout = max(1.0, float(opt("timeout", 60)))
-    except (TypeError, ValueError):
-        timeout = 60.0
+    timeout = max(1.0, OPTIONS.num("timeout", 60))
     limit = budget(timeout)
 
-    configured = str(opt("wget_binary", "wget") or "wget")
-    wget = shutil.which(configured)
+    wget = hooklib.find_tool("wget", str(OPTIONS.opt("wget_binary", "wget") or "wget"))
     if not wget:
-        emit("skipped", output_str=f"wget not found ({configured})", error=f"wget not found ({configured})")
         return 0
 
     cmd = [
@@ -110,7 +65,7 @@ def main():
         "--restrict-file-names=unix",
         "--directory-prefix=.",
     ]
-    user_agent = str(opt("user_agent", "") or "")
+    user_agent = str(OPTIONS.opt("user_agent", "") or "")
     if user_agent:
         cmd.append(f"--user-agent={user_agent}")
     cmd += ["--", args.url]
