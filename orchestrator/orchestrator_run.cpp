@@ -79,9 +79,12 @@ public:
 private:
     void wait(NotificationListener& listener, Clock::time_point until)
     {
+        // A NOTIFY that arrived while the loop ran its queries was read off the socket
+        // by libpq and waits in its queue: poll() would not see it. Look first.
+        bool notified = !listener.drain().empty();
         auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now()).count();
         pollfd fds[3] = {{m_supervisor->epoll_fd(), POLLIN, 0}, {m_stop.fd(), POLLIN, 0}, {listener.fd(), POLLIN, 0}};
-        int rc = ::poll(fds, 3, static_cast<int>(std::clamp<long long>(ms + 1, 0, 60'000)));
+        int rc = ::poll(fds, 3, notified ? 0 : static_cast<int>(std::clamp<long long>(ms + 1, 0, 60'000)));
         if (rc < 0 && errno != EINTR) {
             throw_errno("poll");
         }

@@ -40,17 +40,26 @@ bool RunnerGate::try_acquire()
     return tx.exec_params1("SELECT pg_try_advisory_lock($1)", m_key)[0].as<bool>();
 }
 
-std::string RunnerGate::holder_description()
+std::string RunnerGate::holder_description(std::chrono::milliseconds wait_for_row)
 {
-    pqxx::read_transaction tx(m_conn);
-    auto r = tx.exec_params("SELECT id, pid, started_at FROM process WHERE machine_id = $1 AND data_dir = $2 "
-                            "AND process_type = 'orchestrator' AND status = 'running' ORDER BY started_at DESC LIMIT 1",
-                            m_machine_id, m_data_dir);
-    if (r.empty()) {
-        return "another orchestrator (starting up)";
+    // A holder that has just taken the gate registers its row a moment later.
+    auto deadline = std::chrono::steady_clock::now() + wait_for_row;
+    for (;;) {
+        pqxx::read_transaction tx(m_conn);
+        auto r = tx.exec_params("SELECT id, pid, started_at FROM process WHERE machine_id = $1 AND data_dir = $2 "
+                                "AND process_type = 'orchestrator' AND status = 'running' "
+                                "ORDER BY started_at DESC LIMIT 1",
+                                m_machine_id, m_data_dir);
+        tx.commit();
+        if (!r.empty()) {
+            return fmt::format("orchestrator pid {} (process {}, since {})", r[0][1].c_str(), r[0][0].c_str(),
+                               r[0][2].c_str());
+        }
+        if (std::chrono::steady_clock::now() >= deadline) {
+            return "another orchestrator (still starting up)";
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    return fmt::format("orchestrator pid {} (process {}, since {})", r[0][1].c_str(), r[0][0].c_str(),
-                       r[0][2].c_str());
 }
 
 bool RunnerGate::takeover(std::chrono::milliseconds bound)

@@ -21,8 +21,9 @@ public:
     // with SIGTERM, then waits up to `bound` for the gate. Returns false on timeout
     // or when the holder cannot be found on this machine.
     bool takeover(std::chrono::milliseconds bound);
-    // Who holds the gate, for error messages ("pid 123 since ...").
-    std::string holder_description();
+    // Who holds the gate, for error messages ("orchestrator pid 123 (process ..., since ...)").
+    // Waits up to `wait_for_row` for a holder that is still starting up to register.
+    std::string holder_description(std::chrono::milliseconds wait_for_row = std::chrono::seconds(3));
     long long key() const { return m_key; }
 
 private:
