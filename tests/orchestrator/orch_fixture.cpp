@@ -1,0 +1,352 @@
+#include "tests/orchestrator/orch_fixture.hpp"
+
+#include "tests/support/command_runner.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace orch::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Process state letter from /proc/<pid>/stat ('?' if unreadable).
+char proc_state(pid_t pid)
+{
+    auto stat = read_file_text("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) {
+        return '?';
+    }
+    return stat[close + 2];
+}
+
+// A bash preamble for every test hook: the hook arguments as variables.
+constexpr const char* k_preamble = R"(#!/usr/bin/env bash
+set -u
+url=""; snap=""; crawl=""
+for arg in "$@"; do
+  case "$arg" in
+    --url=*) url="${arg#--url=}" ;;
+    --snapshot-id=*) snap="${arg#--snapshot-id=}" ;;
+    --crawl-id=*) crawl="${arg#--crawl-id=}" ;;
+  esac
+done
+)";
+
+} // namespace
+
+std::string read_file_text(const fs::path& path)
+{
+    std::ifstream in(path, std::ios::binary);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+}
+
+bool process_alive(pid_t pid)
+{
+    char state = proc_state(pid);
+    return state != '?' && state != 'Z' && state != 'X';
+}
+
+double cpu_seconds(pid_t pid)
+{
+    auto stat = read_file_text("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos) {
+        return -1;
+    }
+    // After ") ": field 3 (state) onwards; utime and stime are fields 14 and 15.
+    std::istringstream in(stat.substr(close + 2));
+    std::string field;
+    double ticks = 0;
+    for (int i = 3; i <= 15 && in >> field; ++i) {
+        if (i >= 14) {
+            ticks += std::stod(field);
+        }
+    }
+    return ticks / static_cast<double>(::sysconf(_SC_CLK_TCK));
+}
+
+std::string describe(const SpawnedProcess& p)
+{
+    auto err = p.err();
+    if (err.size() > 6000) {
+        err = "..." + err.substr(err.size() - 6000);
+    }
+    return "exit " + std::to_string(p.exit_code()) + " signal " + std::to_string(p.term_signal()) + "\n" + err;
+}
+
+OrchFixture::OrchFixture()
+    : root(make_temp_dir("orch-or-")), plugins(root / "plugins"), data(root / "data"), hook_log(root / "hooks.log")
+{
+    fs::create_directories(plugins);
+    fs::create_directories(data);
+}
+
+OrchFixture::~OrchFixture()
+{
+    m_conn.reset();
+    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+}
+
+pqxx::connection& OrchFixture::conn()
+{
+    if (!m_conn) {
+        m_conn = db.connect();
+    }
+    return *m_conn;
+}
+
+std::string OrchFixture::add_crawl(const std::vector<std::string>& urls, const std::vector<std::string>& options)
+{
+    std::vector<std::string> argv = {bin_path("orchestrator").string(), "add", "--database-url", db.url(),
+                                     "--data-dir", data.string()};
+    argv.insert(argv.end(), options.begin(), options.end());
+    argv.insert(argv.end(), urls.begin(), urls.end());
+    auto r = run_command(argv);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto id = r.out.substr(0, r.out.find('\n'));
+    REQUIRE(id.size() == 36);
+    return id;
+}
+
+std::vector<std::string> OrchFixture::site_urls(int n, const std::string& prefix)
+{
+    std::vector<std::string> out;
+    for (int i = 1; i <= n; ++i) {
+        out.push_back(prefix + std::to_string(i));
+    }
+    return out;
+}
+
+fs::path OrchFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)
+{
+    auto dir = plugins / plugin;
+    fs::create_directories(dir);
+    auto path = dir / file;
+    auto tmp = dir / (file + ".tmp");
+    std::ofstream(tmp) << k_preamble << body << "\n";
+    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    fs::rename(tmp, path); // atomic: a hook starting meanwhile runs the old or the new text
+    return path;
+}
+
+void OrchFixture::write_logging_hook(const std::string& plugin, const std::string& file, double seconds,
+                                     const std::string& middle)
+{
+    auto log = "'" + hook_log.string() + "'";
+    write_hook(plugin, file,
+               "echo \"$snap " + plugin + " $$ start $EPOCHREALTIME\" >> " + log + "\n" +
+                   (middle.empty() ? "sleep " + std::to_string(seconds) + "\n" : middle) + "echo \"$snap " + plugin +
+                   " $$ end $EPOCHREALTIME\" >> " + log + "\n" +
+                   "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"" + plugin + "\"}'\n");
+}
+
+std::vector<HookRun> OrchFixture::hook_runs() const
+{
+    std::map<std::pair<std::string, int>, HookRun> by_pid; // (hook, pid): pids are not reused within a test
+    std::istringstream in(read_file_text(hook_log));
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        HookRun run;
+        std::string what;
+        std::string when;
+        if (!(fields >> run.snapshot >> run.hook >> run.pid >> what >> when)) {
+            continue;
+        }
+        auto& r = by_pid[{run.hook + " " + run.snapshot, run.pid}];
+        r.snapshot = run.snapshot;
+        r.hook = run.hook;
+        r.pid = run.pid;
+        if (what == "start") {
+            r.start = std::stod(when);
+        } else {
+            r.end = std::stod(when);
+        }
+    }
+    std::vector<HookRun> out;
+    for (auto& [key, run] : by_pid) {
+        out.push_back(run);
+    }
+    return out;
+}
+
+EnvChanges OrchFixture::env(const EnvChanges& extra) const
+{
+    EnvChanges e = {{"ORCH_BUILTIN_PLUGINS_DIR", ""},
+                    {"PLUGINS_DIR", plugins.string()},
+                    {"TEARDOWN_GRACE", "1"},
+                    {"DATABASE_URL", std::nullopt},
+                    {"DATA_DIR", std::nullopt},
+                    {"MACHINE_ID", std::nullopt},
+                    {"MAX_CRAWL_WORKERS", std::nullopt},
+                    {"MAX_SNAPSHOT_WORKERS", std::nullopt},
+                    {"STOP_GRACE", std::nullopt},
+                    {"LEASE_TTL", std::nullopt},
+                    {"SNAPSHOT_MAX_ATTEMPTS", std::nullopt},
+                    {"ORCH_PROCESS_COOKIE", std::nullopt},
+                    {"NOTIFY_SOCKET", std::nullopt}};
+    for (const auto& [k, v] : extra) {
+        e[k] = v;
+    }
+    return e;
+}
+
+std::vector<std::string> OrchFixture::argv(const std::vector<std::string>& options, const std::string& machine_id,
+                                           const fs::path& data_dir) const
+{
+    std::vector<std::string> out = {bin_path("orchestrator").string(), "--database-url", db.url(), "--data-dir",
+                                    data_dir.string(), "--machine-id", machine_id};
+    out.insert(out.end(), options.begin(), options.end());
+    return out;
+}
+
+std::unique_ptr<SpawnedProcess> OrchFixture::start(const std::vector<std::string>& options,
+                                                   const std::string& machine_id,
+                                                   const std::optional<fs::path>& data_dir, const EnvChanges& extra)
+{
+    auto dir = data_dir.value_or(data);
+    fs::create_directories(dir);
+    return std::make_unique<SpawnedProcess>(argv(options, machine_id, dir), env(extra));
+}
+
+std::unique_ptr<SpawnedProcess> OrchFixture::run(const std::vector<std::string>& options,
+                                                 const std::string& machine_id, std::chrono::milliseconds timeout)
+{
+    auto p = start(options, machine_id);
+    bool done = p->wait_for(timeout);
+    INFO(describe(*p));
+    REQUIRE(done);
+    return p;
+}
+
+bool OrchFixture::wait_registered(pid_t pid, std::chrono::milliseconds timeout)
+{
+    return eventually(
+        [&] {
+            return count("SELECT count(*) FROM process WHERE process_type = 'orchestrator' AND status = 'running' "
+                         "AND pid = " + std::to_string(pid)) == 1;
+        },
+        timeout);
+}
+
+std::string OrchFixture::scalar(const std::string& sql)
+{
+    pqxx::nontransaction tx(conn());
+    auto r = tx.exec(sql);
+    if (r.empty() || r[0][0].is_null()) {
+        return {};
+    }
+    return r[0][0].as<std::string>();
+}
+
+std::vector<std::vector<std::string>> OrchFixture::rows(const std::string& sql)
+{
+    pqxx::nontransaction tx(conn());
+    std::vector<std::vector<std::string>> out;
+    for (const auto& row : tx.exec(sql)) {
+        std::vector<std::string> cols;
+        for (const auto& f : row) {
+            cols.push_back(f.is_null() ? std::string() : f.as<std::string>());
+        }
+        out.push_back(std::move(cols));
+    }
+    return out;
+}
+
+void OrchFixture::exec(const std::string& sql)
+{
+    pqxx::nontransaction tx(conn());
+    tx.exec(sql);
+}
+
+std::string OrchFixture::quote(const std::string& text)
+{
+    return conn().quote(text);
+}
+
+std::vector<std::string> OrchFixture::our_processes(const std::string& where, bool by_path)
+{
+    std::vector<std::string> cookies;
+    for (const auto& row : rows("SELECT cookie FROM process WHERE cookie IS NOT NULL AND (" + where + ")")) {
+        cookies.push_back("ORCH_PROCESS_COOKIE=" + row[0]);
+    }
+    std::vector<std::string> out;
+    std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
+    while (auto* entry = ::readdir(proc.get())) {
+        std::string name = entry->d_name;
+        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) {
+            continue;
+        }
+        pid_t pid = std::stoi(name);
+        if (pid == ::getpid() || !process_alive(pid)) {
+            continue;
+        }
+        auto cmdline = read_file_text("/proc/" + name + "/cmdline");
+        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+        bool ours = by_path && cmdline.find(root.string()) != std::string::npos;
+        std::istringstream vars(read_file_text("/proc/" + name + "/environ"));
+        for (std::string var; !ours && std::getline(vars, var, '\0');) {
+            ours = std::find(cookies.begin(), cookies.end(), var) != cookies.end();
+        }
+        if (ours) {
+            out.push_back(name + " " + cmdline);
+        }
+    }
+    return out;
+}
+
+std::vector<std::string> OrchFixture::wait_no_leftovers(std::chrono::milliseconds timeout)
+{
+    std::vector<std::string> left;
+    eventually(
+        [&] {
+            left = our_processes();
+            return left.empty();
+        },
+        timeout);
+    return left;
+}
+
+long overlapping_process_rows(OrchFixture& f, const std::string& where, const std::string& key)
+{
+    return f.count("WITH r AS (SELECT id, " + key + " AS k, tstzrange(started_at, coalesce(ended_at, 'infinity')) AS t "
+                   "  FROM process WHERE " + where + " AND started_at IS NOT NULL) "
+                   "SELECT count(*) FROM r a JOIN r b ON a.k = b.k AND a.id < b.id AND a.t && b.t");
+}
+
+long overlapping_hook_runs(const std::vector<HookRun>& runs)
+{
+    long n = 0;
+    for (std::size_t i = 0; i < runs.size(); ++i) {
+        for (std::size_t j = 0; j < runs.size(); ++j) {
+            const auto& a = runs[i];
+            const auto& b = runs[j];
+            if (i == j || a.snapshot != b.snapshot || a.hook != b.hook || a.start > b.start) {
+                continue;
+            }
+            // b started while a was still running. A killed run logged no end: the
+            // process rows of hooks (overlapping_process_rows) cover those.
+            if (a.end && b.start < *a.end) {
+                ++n;
+            }
+        }
+    }
+    return n;
+}
+
+} // namespace orch::test

@@ -1,0 +1,156 @@
+// The orchestrator end to end: real PostgreSQL, the real orchestrator,
+// crawl_worker and snapshot_worker executables, bash hooks written by the tests.
+
+#include "tests/orchestrator/orch_fixture.hpp"
+#include "tests/support/command_runner.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <signal.h>
+
+#include <thread>
+
+using namespace orch::test;
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+using Rows = std::vector<std::vector<std::string>>;
+
+namespace {
+
+double seconds_since(Clock::time_point t)
+{
+    return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+} // namespace
+
+TEST_CASE("orchestrator: one-shot processes three crawls with discovery and records the tree and exits 0",
+          "[orchestrator]")
+{
+    OrchFixture f;
+    f.write_logging_hook("links", "on_Snapshot__10_links.sh", 0,
+                         "printf '{\"type\":\"Snapshot\",\"url\":\"%s/a\"}\\n' \"$url\"\n");
+    std::vector<std::string> crawls;
+    for (int i = 1; i <= 3; ++i) {
+        crawls.push_back(f.add_crawl(OrchFixture::site_urls(2, "http://c" + std::to_string(i) + ".test/"),
+                                     {"--depth", "1"}));
+    }
+
+    auto t0 = Clock::now();
+    auto p = f.run();
+    INFO(describe(*p));
+    CHECK(p->exit_code() == 0);
+    MEASURE("one-shot run of 3 crawls (12 snapshots): " << seconds_since(t0) << " s");
+
+    for (const auto& id : crawls) {
+        auto q = f.quote(id);
+        CHECK(f.rows("SELECT status, outcome, coalesce(lease_owner::text, '') FROM crawl WHERE id = " + q) ==
+              Rows{{"sealed", "succeeded", ""}});
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
+                      " AND status = 'sealed' AND outcome = 'succeeded'") == 4);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND depth = 1") == 2);
+    }
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE plugin = 'links' AND status = 'succeeded'") == 12);
+    CHECK(f.hook_runs().size() == 12);
+
+    // orchestrator -> crawl_worker -> snapshot_worker -> hook.
+    auto orch = f.rows("SELECT id, exit_code, pid FROM process WHERE process_type = 'orchestrator'");
+    REQUIRE(orch.size() == 1);
+    CHECK(orch[0][1] == "0");
+    CHECK(orch[0][2] == std::to_string(p->pid()));
+    auto levels = f.rows("WITH RECURSIVE t(id, depth) AS ("
+                         "  SELECT id, 0 FROM process WHERE id = " + f.quote(orch[0][0]) +
+                         "  UNION ALL SELECT p.id, t.depth + 1 FROM process p JOIN t ON p.parent_id = t.id) "
+                         "SELECT depth, count(*) FROM t GROUP BY depth ORDER BY depth");
+    CHECK(levels == Rows{{"0", "1"}, {"1", "3"}, {"2", "12"}, {"3", "12"}});
+    CHECK(f.count("SELECT count(*) FROM process") == 28);
+    CHECK(f.count("SELECT count(*) FROM process w JOIN process o ON o.id = w.parent_id "
+                  "WHERE w.worker_type = 'crawl' AND o.process_type = 'orchestrator'") == 3);
+    CHECK(f.count("SELECT count(DISTINCT crawl_id) FROM process WHERE worker_type = 'crawl'") == 3);
+    CHECK(f.count("SELECT count(*) FROM process s JOIN process c ON c.id = s.parent_id "
+                  "WHERE s.worker_type = 'snapshot' AND c.worker_type = 'crawl' AND s.crawl_id = c.crawl_id") == 12);
+    CHECK(f.count("SELECT count(*) FROM process h JOIN process s ON s.id = h.parent_id "
+                  "WHERE h.process_type = 'hook' AND s.worker_type = 'snapshot' AND h.snapshot_id = s.snapshot_id") ==
+          12);
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR exit_code IS DISTINCT FROM 0") == 0);
+    auto left = f.wait_no_leftovers();
+    INFO("left: " << (left.empty() ? "" : left.front()));
+    CHECK(left.empty());
+}
+
+TEST_CASE("orchestrator: the idle daemon starts an added crawl at once and uses no CPU and exits 0 on SIGTERM",
+          "[orchestrator]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    auto d = f.start({"--daemon"});
+    REQUIRE(f.wait_registered(d->pid()));
+    // Settled: no CPU used for a while (start-up recovery done, LISTENing).
+    double last = -1;
+    REQUIRE(eventually(
+        [&] {
+            double now = cpu_seconds(d->pid());
+            bool settled = now == last;
+            last = now;
+            std::this_thread::sleep_for(300ms);
+            return settled;
+        },
+        10s));
+
+    auto t0 = Clock::now();
+    auto id = f.add_crawl({"http://latency.test/"});
+    double add_s = seconds_since(t0);
+    auto q = f.quote(id);
+    bool started = eventually(
+        [&] {
+            return f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + q +
+                           " AND started_at IS NOT NULL") == 1;
+        },
+        10s);
+    double wall_s = seconds_since(t0);
+    INFO(describe(*d));
+    REQUIRE(started);
+    double db_ms = std::stod(f.scalar("SELECT extract(epoch FROM p.started_at - c.created_at) * 1000 FROM process p "
+                                      "JOIN crawl c ON c.id = p.crawl_id WHERE p.process_type = 'worker' AND c.id = " +
+                                      q));
+    MEASURE("daemon latency: crawl row inserted -> crawl_worker started " << db_ms << " ms (database clock); "
+         << "`orchestrator add` launched -> worker row seen " << wall_s * 1000 << " ms, of which the add command "
+         << add_s * 1000 << " ms");
+    CHECK(db_ms < 2000);
+    CHECK(wall_s < 4.0);
+    REQUIRE(eventually([&] { return f.scalar("SELECT status FROM crawl WHERE id = " + q) == "sealed"; }, 30s));
+    REQUIRE(eventually(
+        [&] { return f.count("SELECT count(*) FROM process WHERE status <> 'exited' AND pid <> " +
+                             std::to_string(d->pid())) == 0; },
+        10s));
+
+    // Idle CPU over 5 s.
+    double cpu0 = cpu_seconds(d->pid());
+    std::this_thread::sleep_for(5s);
+    double idle_cpu = cpu_seconds(d->pid()) - cpu0;
+    MEASURE("daemon CPU time over 5 idle seconds: " << idle_cpu << " s");
+    CHECK(idle_cpu < 0.5);
+
+    t0 = Clock::now();
+    d->signal(SIGTERM);
+    REQUIRE(d->wait_for(10s));
+    INFO(describe(*d));
+    CHECK(d->exit_code() == 0);
+    CHECK(seconds_since(t0) < 5.0);
+    CHECK(f.rows("SELECT status, exit_code FROM process WHERE process_type = 'orchestrator'") == Rows{{"exited", "0"}});
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("orchestrator: an unreachable database exits 4 with a clear message", "[orchestrator]")
+{
+    OrchFixture f;
+    auto p = std::make_unique<SpawnedProcess>(
+        std::vector<std::string>{bin_path("orchestrator").string(), "--database-url",
+                                 "host=/nonexistent-orch-test port=5999 user=nobody dbname=none connect_timeout=2",
+                                 "--data-dir", f.data.string(), "--machine-id", "machine-a"},
+        f.env());
+    REQUIRE(p->wait_for(30s));
+    INFO(describe(*p));
+    CHECK(p->exit_code() == 4);
+    CHECK_THAT(p->err(), Catch::Contains("nonexistent-orch-test") || Catch::Contains("connect"));
+}

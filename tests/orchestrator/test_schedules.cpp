@@ -1,0 +1,180 @@
+// Crawl schedules: cron parsing, the schedule commands, and a due schedule
+// enqueuing exactly one crawl with two orchestrators running.
+
+#include "orchestrator/cron.hpp"
+#include "tests/orchestrator/orch_fixture.hpp"
+#include "tests/support/command_runner.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <signal.h>
+
+#include <ctime>
+
+using namespace orch;
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+std::time_t utc(int year, int month, int day, int hour, int minute)
+{
+    std::tm tm{};
+    tm.tm_year = year - 1900;
+    tm.tm_mon = month - 1;
+    tm.tm_mday = day;
+    tm.tm_hour = hour;
+    tm.tm_min = minute;
+    return ::timegm(&tm);
+}
+
+std::time_t next_run(const std::string& expr, std::time_t after)
+{
+    std::string error;
+    auto s = CronSchedule::parse(expr, &error);
+    INFO(expr << ": " << error);
+    REQUIRE(s);
+    return s->next_after(after);
+}
+
+std::string parse_error(const std::string& expr)
+{
+    std::string error;
+    auto s = CronSchedule::parse(expr, &error);
+    INFO(expr);
+    CHECK_FALSE(s);
+    return error;
+}
+
+} // namespace
+
+TEST_CASE("cron: aliases steps ranges lists and intervals", "[orchestrator][schedules][cron]")
+{
+    auto t = utc(2024, 1, 6, 10, 7); // a Saturday
+    CHECK(next_run("@hourly", t) == utc(2024, 1, 6, 11, 0));
+    CHECK(next_run("@daily", t) == utc(2024, 1, 7, 0, 0));
+    CHECK(next_run("@midnight", t) == utc(2024, 1, 7, 0, 0));
+    CHECK(next_run("@weekly", t) == utc(2024, 1, 7, 0, 0)); // Sunday
+    CHECK(next_run("@monthly", t) == utc(2024, 2, 1, 0, 0));
+    CHECK(next_run("@yearly", t) == utc(2025, 1, 1, 0, 0));
+    CHECK(next_run("@annually", t) == utc(2025, 1, 1, 0, 0));
+    CHECK(next_run("*/15 * * * *", t) == utc(2024, 1, 6, 10, 15));
+    CHECK(next_run("5/20 * * * *", t) == utc(2024, 1, 6, 10, 25));
+    CHECK(next_run("0 9-17/4 * * *", t) == utc(2024, 1, 6, 13, 0));
+    CHECK(next_run("0 9 * * 1-5", t) == utc(2024, 1, 8, 9, 0));        // next weekday
+    CHECK(next_run("30 6 1,15 * *", t) == utc(2024, 1, 15, 6, 30));
+    CHECK(next_run("0 0 * * 7", t) == utc(2024, 1, 7, 0, 0));          // 7 is Sunday too
+    CHECK(next_run("0 0 13 * 5", t) == utc(2024, 1, 12, 0, 0));        // day or weekday: Friday the 12th first
+    CHECK(next_run("0 0 29 2 *", utc(2024, 3, 1, 0, 0)) == utc(2028, 2, 29, 0, 0));
+    CHECK(next_run("* * * * *", utc(2024, 12, 31, 23, 59)) == utc(2025, 1, 1, 0, 0));
+    CHECK(next_run("  0   12 * * *  ", t) == utc(2024, 1, 6, 12, 0)); // extra blanks
+    CHECK(next_run("@every 90s", t) == t + 90);
+    CHECK(next_run("@every 30m", t) == t + 1800);
+    CHECK(next_run("@every 1h", t) == t + 3600);
+    CHECK(next_run("@every 2d", t) == t + 2 * 86400);
+}
+
+TEST_CASE("cron: invalid expressions are refused with a clear error", "[orchestrator][schedules][cron]")
+{
+    CHECK_THAT(parse_error(""), Catch::Contains("not a cron expression"));
+    CHECK_THAT(parse_error("* * * *"), Catch::Contains("5 fields"));
+    CHECK_THAT(parse_error("* * * * * *"), Catch::Contains("5 fields"));
+    CHECK_THAT(parse_error("60 * * * *"), Catch::Contains("invalid cron expression '60 * * * *'"));
+    CHECK_THAT(parse_error("* 24 * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("* * 0 * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("* * * 13 *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("* * * * 8"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("*/0 * * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("5-1 * * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("1,,2 * * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("a * * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("-1 * * * *"), Catch::Contains("invalid cron expression"));
+    CHECK_THAT(parse_error("@often"), Catch::Contains("unknown schedule alias '@often'"));
+    CHECK_THAT(parse_error("@every"), Catch::Contains("unknown schedule alias"));
+    CHECK_THAT(parse_error("@every 5x"), Catch::Contains("invalid interval unit"));
+    CHECK_THAT(parse_error("@every 0m"), Catch::Contains("invalid interval"));
+    CHECK_THAT(parse_error("@every m"), Catch::Contains("invalid interval"));
+    CHECK_THAT(parse_error("@every -5m"), Catch::Contains("invalid interval"));
+}
+
+TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchestrators running (list, disable, enable)",
+          "[orchestrator][schedules]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0.1);
+    auto cli = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", f.db.url(),
+                                         "--data-dir", f.data.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv);
+    };
+
+    auto bad = cli({"schedule", "add", "--every", "61 * * * *", "http://sched.test/"});
+    CHECK(bad.exit_code == 7);
+    CHECK_THAT(bad.err, Catch::Contains("invalid cron expression '61 * * * *'"));
+    CHECK(cli({"schedule", "disable", "00000000-0000-0000-0000-000000000000"}).exit_code == 6);
+
+    auto added = cli({"schedule", "add", "--every", "@every 1h", "--label", "hourly", "http://sched.test/"});
+    INFO(added.err);
+    REQUIRE(added.exit_code == 0);
+    auto id = added.out.substr(0, added.out.find('\n'));
+    REQUIRE(id.size() == 36);
+    auto listed = cli({"schedule", "list", "--json"});
+    REQUIRE(listed.exit_code == 0);
+    auto row = nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')));
+    CHECK(row["id"] == id);
+    CHECK(row["schedule"] == "@every 1h");
+    CHECK(row["enabled"] == true);
+    CHECK(row["label"] == "hourly");
+    CHECK(row["urls"] == nlohmann::json::array({"http://sched.test/"}));
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule WHERE next_run_at BETWEEN now() + interval '59 min' "
+                  "AND now() + interval '61 min'") == 1);
+
+    auto a = f.start({"--daemon", "--poll-interval", "1"}, "machine-a", f.root / "data-a");
+    auto b = f.start({"--daemon", "--poll-interval", "1"}, "machine-b", f.root / "data-b");
+    REQUIRE(f.wait_registered(a->pid()));
+    REQUIRE(f.wait_registered(b->pid()));
+    auto qid = f.quote(id);
+    f.exec("UPDATE crawl_schedule SET next_run_at = now() WHERE id = " + qid);
+    bool sealed = eventually(
+        [&] {
+            return f.count("SELECT count(*) FROM crawl WHERE schedule_id = " + qid + " AND status = 'sealed'") >= 1;
+        },
+        30s);
+    INFO("a: " << describe(*a));
+    INFO("b: " << describe(*b));
+    REQUIRE(sealed);
+    // Both orchestrators polled several times meanwhile (1 s poll, a crawl takes longer).
+    CHECK(f.count("SELECT count(*) FROM crawl WHERE schedule_id = " + qid) == 1);
+    CHECK(f.count("SELECT count(*) FROM crawl") == 1);
+    CHECK(f.rows("SELECT c.label, c.urls::text, c.outcome FROM crawl c") ==
+          std::vector<std::vector<std::string>>{{"hourly", "{http://sched.test/}", "succeeded"}});
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule WHERE last_run_at IS NOT NULL "
+                  "AND next_run_at > now() + interval '59 min'") == 1);
+    a->signal(SIGTERM);
+    b->signal(SIGTERM);
+    REQUIRE(a->wait_for(15s));
+    REQUIRE(b->wait_for(15s));
+    CHECK(a->exit_code() == 0);
+    CHECK(b->exit_code() == 0);
+
+    // Disabled: due again, but a one-shot orchestrator enqueues nothing.
+    auto disabled = cli({"schedule", "disable", id});
+    INFO(disabled.err);
+    REQUIRE(disabled.exit_code == 0);
+    listed = cli({"schedule", "list", "--json"});
+    CHECK(nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')))["enabled"] == false);
+    f.exec("UPDATE crawl_schedule SET next_run_at = now() WHERE id = " + qid);
+    auto once = f.run({}, "machine-c");
+    INFO(describe(*once));
+    CHECK(once->exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM crawl") == 1);
+    // Enabled again: the one-shot run enqueues the due tick and crawls it.
+    REQUIRE(cli({"schedule", "enable", id}).exit_code == 0);
+    auto again = f.run({}, "machine-c");
+    INFO(describe(*again));
+    CHECK(again->exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 2);
+    CHECK(f.wait_no_leftovers().empty());
+}
