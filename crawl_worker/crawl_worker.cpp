@@ -63,6 +63,21 @@ int env_int(const char* name, int fallback, int min, int max)
     return fallback;
 }
 
+// After an unexpected failure (a worker that cannot start, a database error) the
+// supervisor has torn our trees down: give the crawl back and close our row if the
+// database still answers; main() reports the error itself.
+void give_back_after_failure(pqxx::connection& conn, std::optional<Lease>& lease, const SelfRow& self, ExitCode code)
+{
+    try {
+        if (lease) {
+            lease->release(conn);
+        }
+        close_self(conn, self, to_int(code));
+    } catch (const std::exception& e) {
+        log::warn("cannot release the crawl after a failure", {{"error", e.what()}});
+    }
+}
+
 } // namespace
 
 ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions& options)
@@ -104,8 +119,9 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     log::set_context("self", self.id);
 
     ExitCode code = ExitCode::internal_error;
+    std::optional<Lease> lease;
     try {
-        auto lease = Lease::claim(conn, LeaseTable::crawl, crawl_id, self.id, lease_ttl_from_env());
+        lease = Lease::claim(conn, LeaseTable::crawl, crawl_id, self.id, lease_ttl_from_env());
         if (!lease) {
             log::warn("crawl is leased by another worker (or not runnable); not running it");
             code = ExitCode::lease_lost;
@@ -150,6 +166,12 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     } catch (const LeaseLost& e) {
         log::warn(e.what());
         code = ExitCode::lease_lost;
+    } catch (const Error& e) {
+        give_back_after_failure(conn, lease, self, e.code());
+        throw;
+    } catch (...) {
+        give_back_after_failure(conn, lease, self, ExitCode::internal_error);
+        throw;
     }
     close_self(conn, self, to_int(code));
     return code;
