@@ -86,3 +86,27 @@ TEST_CASE("crawl_worker: a lost crawl lease stops the worker with 8, its workers
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
     CHECK(f.wait_no_leftovers().empty());
 }
+
+TEST_CASE("crawl_worker: an internal failure mid-crawl closes its row and releases the crawl", "[crawl_worker][lease]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    f.write_hook("browser", "on_Crawl__10_browser.bg.sh", "sleep 300 &\nwait\n");
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    // A crawl_worker without a snapshot_worker next to it cannot start its workers.
+    auto lonely = f.root / "bin" / "crawl_worker";
+    std::filesystem::create_directories(lonely.parent_path());
+    std::filesystem::copy_file(bin_path("crawl_worker"), lonely);
+    auto argv = f.argv(id);
+    argv[0] = lonely.string();
+    // ORCH_BIN_DIR (set by ctest) would name the real one: point it at the lonely dir.
+    CrawlWorkerProcess p(argv, f.env({{"ORCH_BIN_DIR", lonely.parent_path().string()}}), f.root / "lonely.log");
+    REQUIRE(p.wait_for(30s));
+    INFO(p.output());
+    CHECK(p.exit_code() == 1);
+    CHECK_THAT(p.output(), Catch::Contains("snapshot_worker"));
+    CHECK(f.rows("SELECT status, lease_owner FROM crawl WHERE id = " + f.quote(id)) ==
+          std::vector<std::vector<std::string>>{{"started", ""}});
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
