@@ -1,0 +1,204 @@
+// Row 3 of scripts/bench: claim + complete of snapshot rows, queue only (no
+// processes), 8 clients, each draining its own crawl as a crawl_worker does.
+//   ours:     CrawlStore::due_snapshots + Lease::claim + SnapshotStore::seal
+//             (the statements the crawl and snapshot workers run per snapshot);
+//   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... FOR UPDATE
+//             SKIP LOCKED LIMIT k) RETURNING, and a raw complete (UPDATE ... = ANY).
+// Single-item (k = 1) and batched (k = 50), on a queue of 1k and of `large` due rows.
+// Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items]
+#include "common/lease.hpp"
+#include "crawl_worker/crawl_store.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
+#include "tests/bench/bench_report.hpp"
+#include "tests/support/pg_fixture.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <functional>
+#include <thread>
+
+using namespace orch;
+using namespace orch::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int k_clients = 8;
+constexpr int k_batch = 50;
+
+// One crawl per client with `per_crawl` due snapshots each; returns the crawl ids.
+std::vector<std::string> fill(pqxx::connection& conn, long per_crawl)
+{
+    pqxx::work tx(conn);
+    tx.exec0("TRUNCATE crawl CASCADE");
+    std::vector<std::string> crawls;
+    for (int c = 0; c < k_clients; ++c) {
+        auto id = tx.exec1("INSERT INTO crawl (urls, status, started_at) VALUES ('{https://example.com/}', 'started', "
+                           "now()) RETURNING id")[0]
+                      .as<std::string>();
+        tx.exec_params0("INSERT INTO snapshot (crawl_id, url) "
+                        "SELECT $1, 'https://example.com/' || g FROM generate_series(1, $2) g",
+                        id, per_crawl);
+        crawls.push_back(id);
+    }
+    tx.commit();
+    pqxx::nontransaction(conn).exec0("VACUUM ANALYZE snapshot");
+    return crawls;
+}
+
+// Makes every snapshot due again (untimed, between rounds on the small queue).
+void reset(pqxx::connection& conn)
+{
+    pqxx::work tx(conn);
+    tx.exec0("UPDATE snapshot SET status = 'queued', outcome = NULL, error = NULL, sealed_at = NULL, "
+             " retry_at = now() - interval '1 second', lease_owner = NULL, lease_expires_at = NULL, attempts = 0");
+    tx.commit();
+    pqxx::nontransaction(conn).exec0("VACUUM ANALYZE snapshot");
+}
+
+// One client's work: claims and completes up to `quota` items (0 = until nothing is due).
+using Client = std::function<long(pqxx::connection&, const std::string& crawl, long quota)>;
+
+long ours(pqxx::connection& conn, const std::string& crawl, long quota, std::size_t batch)
+{
+    CrawlStore crawls(conn, crawl);
+    const std::string owner = pqxx::nontransaction(conn).exec1("SELECT gen_random_uuid()")[0].as<std::string>();
+    long done = 0;
+    while (quota == 0 || done < quota) {
+        auto due = crawls.due_snapshots(batch, {});
+        if (due.empty()) {
+            break;
+        }
+        for (const auto& id : due) {
+            if (!Lease::claim(conn, LeaseTable::snapshot, id, owner, std::chrono::seconds(30))) {
+                continue;
+            }
+            SnapshotStore store(conn, id);
+            store.set_owner(owner);
+            store.seal();
+            ++done;
+        }
+    }
+    return done;
+}
+
+long raw(pqxx::connection& conn, const std::string& crawl, long quota, long batch)
+{
+    long done = 0;
+    while (quota == 0 || done < quota) {
+        pqxx::work claim(conn);
+        auto r = claim.exec_params(
+            "UPDATE snapshot s SET lease_owner = gen_random_uuid(), lease_expires_at = now() + interval '30 s', "
+            " status = 'started', attempts = attempts + 1 "
+            "FROM (SELECT id FROM snapshot WHERE crawl_id = $1 AND status IN ('queued', 'started') "
+            "      AND retry_at <= now() AND lease_owner IS NULL "
+            "      ORDER BY retry_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED) due "
+            "WHERE s.id = due.id RETURNING s.id",
+            crawl, batch);
+        claim.commit();
+        if (r.empty()) {
+            break;
+        }
+        std::string ids = "{";
+        for (const auto& row : r) {
+            ids += (ids.size() > 1 ? "," : "") + row[0].as<std::string>();
+        }
+        pqxx::work complete(conn);
+        complete.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), "
+                              " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL "
+                              "WHERE id = ANY($1::uuid[])",
+                              ids + "}");
+        complete.commit();
+        done += static_cast<long>(r.size());
+    }
+    return done;
+}
+
+// Runs `client` on k_clients connections at once; returns the items done.
+long run_clients(const std::vector<std::unique_ptr<pqxx::connection>>& conns, const std::vector<std::string>& crawls,
+                   long quota_each, const Client& client)
+{
+    std::atomic<long> total{0};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < k_clients; ++c) {
+        threads.emplace_back([&, c] { total += client(*conns[static_cast<std::size_t>(c)], crawls[static_cast<std::size_t>(c)], quota_each); });
+    }
+    for (auto& t : threads) {
+        t.join();
+    }
+    return total;
+}
+
+struct Rates {
+    double ours_single, raw_single, ours_batched, raw_batched;
+};
+
+// Claims `items` in total from a queue of `queue_rows` due rows (refilled between
+// rounds when the queue is smaller than `items`).
+Rates measure(pqxx::connection& admin, const std::vector<std::unique_ptr<pqxx::connection>>& conns, long queue_rows,
+              long items)
+{
+    const long per_crawl = queue_rows / k_clients;
+    auto crawls = fill(admin, per_crawl);
+    const long rounds = std::max(1L, items / queue_rows);
+    const long quota = queue_rows >= items ? items / k_clients : 0;
+    auto rate = [&](const Client& client) {
+        double seconds = 0;
+        long n = 0;
+        for (long r = 0; r < rounds; ++r) {
+            reset(admin);
+            const auto t0 = Clock::now();
+            n += run_clients(conns, crawls, quota, client);
+            seconds += std::chrono::duration<double>(Clock::now() - t0).count();
+        }
+        return static_cast<double>(n) / seconds;
+    };
+    Rates out{};
+    out.ours_single = rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours(c, crawl, q, 1); });
+    out.raw_single = rate([](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, 1); });
+    out.ours_batched =
+        rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours(c, crawl, q, k_batch); });
+    out.raw_batched = rate([](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, k_batch); });
+    std::printf("claims, %ld due rows: ours %.0f/s single, %.0f/s batched; raw %.0f/s single, %.0f/s batched\n",
+                queue_rows, out.ours_single, out.ours_batched, out.raw_single, out.raw_batched);
+    return out;
+}
+
+std::string k(double v)
+{
+    return bench::fixed(v / 1000.0, 2) + "k/s";
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const long large = argc > 1 ? std::atol(argv[1]) : 1'000'000;
+    const long items = argc > 2 ? std::atol(argv[2]) : 4000;
+    ScratchDatabase db;
+    auto admin = db.connect();
+    std::vector<std::unique_ptr<pqxx::connection>> conns;
+    for (int c = 0; c < k_clients; ++c) {
+        conns.push_back(db.connect());
+    }
+    const auto small_q = measure(*admin, conns, 1000, items);
+    const auto large_q = measure(*admin, conns, large, items);
+    const std::string big = large >= 1'000'000 ? std::to_string(large / 1'000'000) + "M" : std::to_string(large / 1000) + "k";
+    bench::report_row("3 claim single, 1k due (items/s)", k(small_q.ours_single), k(small_q.raw_single),
+                      bench::fixed(small_q.ours_single / small_q.raw_single, 2), ">= 4k/s", small_q.ours_single >= 4000);
+    bench::report_row("3 claim batched, 1k due (items/s)", k(small_q.ours_batched), k(small_q.raw_batched),
+                      bench::fixed(small_q.ours_batched / small_q.raw_batched, 2), ">= 10k/s",
+                      small_q.ours_batched >= 10000);
+    bench::report_row("3 claim single, " + big + " due (items/s)", k(large_q.ours_single), k(large_q.raw_single),
+                      bench::fixed(large_q.ours_single / large_q.raw_single, 2), ">= 4k/s", large_q.ours_single >= 4000);
+    bench::report_row("3 claim batched, " + big + " due (items/s)", k(large_q.ours_batched), k(large_q.raw_batched),
+                      bench::fixed(large_q.ours_batched / large_q.raw_batched, 2), ">= 10k/s",
+                      large_q.ours_batched >= 10000);
+    const double flat_single = small_q.ours_single / large_q.ours_single;
+    const double flat_batched = small_q.ours_batched / large_q.ours_batched;
+    bench::report_row("3 claim flatness 1k/" + big + " (single, batched)", bench::fixed(flat_single, 2) + ", " + bench::fixed(flat_batched, 2),
+                      bench::fixed(small_q.raw_single / large_q.raw_single, 2) + ", " +
+                          bench::fixed(small_q.raw_batched / large_q.raw_batched, 2),
+                      "-", "<= 1.5", std::max(flat_single, flat_batched) <= 1.5);
+    return 0;
+}

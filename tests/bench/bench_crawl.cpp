@@ -1,0 +1,299 @@
+// Rows 2, 4, 6 and 7 of scripts/bench, through the real executables:
+//  2. end-to-end throughput: a crawl of N URLs, 3 no-op hooks per snapshot, 8
+//     snapshot workers (orchestrator -> crawl_worker -> snapshot_worker -> hooks),
+//     against a minimal C++ loop doing the same processes and connections;
+//  6. peak RSS of the three programs during row 2; CPU of an idle daemon;
+//  7. row 2 again against a database already holding many sealed snapshots and
+//     exited process rows;
+//  4. wake-up latency with the daemon idle: add -> crawl_worker running, and
+//     last snapshot sealed -> crawl sealed (database timestamps).
+// Needs TEST_DATABASE_URL. Usage: bench_crawl <urls> <scale rows> <latency samples> <idle seconds>
+#include "tests/bench/bench_proc.hpp"
+#include "tests/bench/bench_report.hpp"
+#include "tests/support/command_runner.hpp"
+#include "tests/support/pg_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+
+#include <csignal>
+#include <cstdlib>
+#include <fstream>
+#include <set>
+#include <thread>
+
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char** environ;
+
+using namespace orch;
+using namespace orch::test;
+using Clock = std::chrono::steady_clock;
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr int k_snapshot_workers = 8;
+constexpr const char* k_hooks[] = {"on_Snapshot__10_a", "on_Snapshot__10_b", "on_Snapshot__10_c"};
+
+struct Bench {
+    ScratchDatabase db;
+    std::unique_ptr<pqxx::connection> conn = db.connect();
+    fs::path data = make_temp_dir("bench-data");
+    fs::path plugins = make_temp_dir("bench-plugins");
+    fs::path noop = bin_path("bench_noop");
+
+    Bench()
+    {
+        fs::create_directories(plugins / "noop");
+        for (const auto* hook : k_hooks) {
+            fs::copy_file(noop, plugins / "noop" / hook);
+            fs::permissions(plugins / "noop" / hook, fs::perms::owner_all | fs::perms::group_exec | fs::perms::others_exec,
+                            fs::perm_options::add);
+        }
+    }
+
+    std::vector<std::string> orchestrator(const std::vector<std::string>& more) const
+    {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", db.url(), "--data-dir",
+                                         data.string(), "--machine-id", "bench"};
+        argv.insert(argv.end(), more.begin(), more.end());
+        return argv;
+    }
+
+    EnvChanges env() const
+    {
+        return {{"ORCH_BUILTIN_PLUGINS_DIR", ""}, {"PLUGINS_DIR", plugins.string()}, {"DATABASE_URL", std::nullopt},
+                {"MAX_CRAWL_WORKERS", std::nullopt}, {"MAX_SNAPSHOT_WORKERS", std::nullopt},
+                {"HOOK_PARALLELISM", std::nullopt}, {"LEASE_TTL", std::nullopt}};
+    }
+
+    std::string add(const std::vector<std::string>& urls)
+    {
+        const auto file = data / "urls.txt";
+        std::ofstream(file) << [&] {
+            std::string all;
+            for (const auto& u : urls) {
+                all += u + "\n";
+            }
+            return all;
+        }();
+        auto r = run_command(orchestrator({"add", "--urls-file", file.string()}), {{"DATABASE_URL", ""}});
+        if (r.exit_code != 0) {
+            throw std::runtime_error("orchestrator add failed: " + r.err);
+        }
+        return r.out.substr(0, r.out.find_first_of(" \n"));
+    }
+
+    double scalar(const std::string& sql)
+    {
+        pqxx::work tx(*conn);
+        auto r = tx.exec1(sql);
+        tx.commit();
+        return r[0].is_null() ? -1 : r[0].as<double>();
+    }
+};
+
+std::vector<std::string> urls(int n, const std::string& tag)
+{
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i) {
+        out.push_back("https://example.com/" + tag + "/" + std::to_string(i));
+    }
+    return out;
+}
+
+struct CrawlRun {
+    double per_s = 0;
+    double wall_s = 0;
+};
+
+// One crawl of n URLs through the real executables (one-shot orchestrator).
+CrawlRun crawl(Bench& b, int n, const std::string& tag)
+{
+    const auto id = b.add(urls(n, tag));
+    const auto t0 = Clock::now();
+    SpawnedProcess orch(b.orchestrator({"--idle-window", "0", "--max-crawl-workers", "1", "--max-snapshot-workers",
+                                        std::to_string(k_snapshot_workers)}),
+                        b.env());
+    if (!orch.wait_for(std::chrono::minutes(20)) || orch.exit_code() != 0) {
+        throw std::runtime_error("orchestrator run failed: " + orch.err().substr(0, 4000));
+    }
+    CrawlRun out;
+    out.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto q = "'" + id + "'";
+    const double sealed = b.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND crawl_id = " + q);
+    if (sealed != n) {
+        throw std::runtime_error("crawl sealed " + std::to_string(sealed) + " of " + std::to_string(n) + " snapshots");
+    }
+    // The snapshot pipeline, from the seeds' creation to the last seal.
+    const double span = b.scalar("SELECT extract(epoch FROM max(sealed_at) - min(created_at)) FROM snapshot WHERE crawl_id = " + q);
+    out.per_s = n / span;
+    std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s)\n", tag.c_str(), n, span,
+                out.per_s, out.wall_s);
+    return out;
+}
+
+// The raw ceiling: 8 lanes, each a process that opens one connection and spawns 3 no-op hooks.
+double raw_ceiling(Bench& b, int n)
+{
+    const auto worker = bin_path("bench_raw_worker").string();
+    const auto hook = b.noop.string();
+    const auto url = "DATABASE_URL=" + b.db.url();
+    std::vector<char*> argv = {const_cast<char*>(worker.c_str())};
+    for (int i = 0; i < 3; ++i) {
+        argv.push_back(const_cast<char*>(hook.c_str()));
+    }
+    argv.push_back(nullptr);
+    char* envp[] = {const_cast<char*>(url.c_str()), nullptr};
+    std::set<pid_t> running;
+    int started = 0;
+    int failed = 0;
+    const auto t0 = Clock::now();
+    while (started < n || !running.empty()) {
+        while (started < n && running.size() < k_snapshot_workers) {
+            pid_t pid = 0;
+            if (posix_spawn(&pid, worker.c_str(), nullptr, nullptr, argv.data(), envp) != 0) {
+                throw std::runtime_error("cannot spawn bench_raw_worker");
+            }
+            running.insert(pid);
+            ++started;
+        }
+        int status = 0;
+        const pid_t pid = ::wait(&status);
+        if (running.erase(pid) != 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+            ++failed;
+        }
+    }
+    const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (failed > 0) {
+        throw std::runtime_error(std::to_string(failed) + " raw workers failed");
+    }
+    std::printf("raw ceiling: %d workers x (1 connection + 3 hooks) in %.2f s (%.1f/s)\n", n, s, n / s);
+    return n / s;
+}
+
+// Sealed snapshots and exited process rows, as a long-lived installation has them.
+void fill_history(Bench& b, long rows)
+{
+    const auto t0 = Clock::now();
+    pqxx::work tx(*b.conn);
+    tx.exec0("INSERT INTO machine (id, hostname, boot_id, cpu_count) VALUES ('bench-old', 'old', 'old', 1) "
+             "ON CONFLICT DO NOTHING");
+    const auto crawl = tx.exec1("INSERT INTO crawl (urls, status, outcome, retry_at, started_at, sealed_at) "
+                                "VALUES ('{https://example.com/}', 'sealed', 'succeeded', NULL, now(), now()) RETURNING id")[0]
+                           .as<std::string>();
+    tx.exec_params0("INSERT INTO snapshot (crawl_id, url, status, outcome, retry_at, started_at, sealed_at) "
+                    "SELECT $1, 'https://example.com/old/' || g, 'sealed', 'succeeded', NULL, now(), now() "
+                    "FROM generate_series(1, $2) g",
+                    crawl, rows);
+    tx.exec_params0("INSERT INTO process (machine_id, process_type, status, pid, exit_code, end_reason, crawl_id, "
+                    " started_at, ended_at, cmd) "
+                    "SELECT 'bench-old', 'hook', 'exited', 1 + g % 30000, 0, 'exited', $1, now(), now(), "
+                    " '[\"/bin/true\"]' FROM generate_series(1, $2) g",
+                    crawl, rows);
+    tx.commit();
+    pqxx::nontransaction(*b.conn).exec0("VACUUM ANALYZE");
+    std::printf("history: %ld sealed snapshots and %ld exited process rows in %.1f s\n", rows, rows,
+                std::chrono::duration<double>(Clock::now() - t0).count());
+}
+
+bool wait_sealed(Bench& b, const std::string& crawl_id)
+{
+    return eventually(
+        [&] { return b.scalar("SELECT count(*) FROM crawl WHERE status = 'sealed' AND id = '" + crawl_id + "'") == 1; },
+        std::chrono::seconds(60));
+}
+
+void latency_and_idle(Bench& b, int samples, int idle_s)
+{
+    SpawnedProcess daemon(b.orchestrator({"--daemon", "--max-snapshot-workers", std::to_string(k_snapshot_workers)}),
+                          b.env());
+    if (!eventually([&] { return b.scalar("SELECT count(*) FROM process WHERE process_type = 'orchestrator' "
+                                          "AND status = 'running' AND pid = " + std::to_string(daemon.pid())) == 1; },
+                    std::chrono::seconds(30))) {
+        throw std::runtime_error("the daemon did not start: " + daemon.err().substr(0, 4000));
+    }
+    std::vector<double> to_running;
+    std::vector<double> to_sealed;
+    for (int i = 0; i < samples; ++i) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100)); // idle again
+        const auto id = b.add({"https://example.com/latency/" + std::to_string(i)});
+        if (!wait_sealed(b, id)) {
+            throw std::runtime_error("latency crawl did not seal");
+        }
+        const auto q = "'" + id + "'";
+        to_running.push_back(1000 * b.scalar(
+            "SELECT extract(epoch FROM (SELECT min(started_at) FROM process WHERE crawl_id = " + q +
+            " AND process_type = 'worker' AND snapshot_id IS NULL) - c.created_at) FROM crawl c WHERE id = " + q));
+        to_sealed.push_back(1000 * b.scalar(
+            "SELECT extract(epoch FROM c.sealed_at - (SELECT max(sealed_at) FROM snapshot WHERE crawl_id = " + q +
+            ")) FROM crawl c WHERE id = " + q));
+    }
+    auto report = [&](const std::string& what, const std::vector<double>& v) {
+        const double p50 = bench::quantile(v, 0.5);
+        const double p99 = bench::quantile(v, 0.99);
+        std::printf("%s: p50 %.1f ms, p99 %.1f ms over %zu samples\n", what.c_str(), p50, p99, v.size());
+        bench::report_row("4 wake-up " + what + " p50/p99 (ms)", bench::fixed(p50) + " / " + bench::fixed(p99),
+                          "ArchiveBox: 1000-2000 poll", "-", "<= 10 / <= 50", p50 <= 10 && p99 <= 50);
+    };
+    report("add->crawl_worker running", to_running);
+    report("snapshot sealed->crawl sealed", to_sealed);
+
+    std::this_thread::sleep_for(std::chrono::seconds(1));
+    const long before = bench::cpu_ticks(daemon.pid());
+    std::this_thread::sleep_for(std::chrono::seconds(idle_s));
+    const long after = bench::cpu_ticks(daemon.pid());
+    const double pct = 100.0 * static_cast<double>(after - before) / static_cast<double>(::sysconf(_SC_CLK_TCK)) / idle_s;
+    std::printf("idle daemon: %ld ticks in %d s\n", after - before, idle_s);
+    bench::report_row("6 idle daemon CPU over " + std::to_string(idle_s) + " s (% of a core)", bench::fixed(pct, 3), "-",
+                      "-", "<= 0.1%", pct <= 0.1);
+    daemon.signal(SIGTERM);
+    daemon.wait_for(std::chrono::seconds(30));
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const int n = argc > 1 ? std::atoi(argv[1]) : 2000;
+    const long history = argc > 2 ? std::atol(argv[2]) : 1'000'000;
+    const int samples = argc > 3 ? std::atoi(argv[3]) : 100;
+    const int idle_s = argc > 4 ? std::atoi(argv[4]) : 60;
+    try {
+        Bench b;
+        crawl(b, std::min(n, 20), "warmup");
+        const double raw = raw_ceiling(b, n);
+        CrawlRun ours;
+        long rss_orch = 0;
+        long rss_crawl = 0;
+        long rss_snap = 0;
+        {
+            bench::PeakRssSampler sampler(bin_path("orchestrator").parent_path(), std::chrono::milliseconds(10));
+            ours = crawl(b, n, "e2e");
+            rss_orch = sampler.peak_kb("orchestrator");
+            rss_crawl = sampler.peak_kb("crawl_worker");
+            rss_snap = sampler.peak_kb("snapshot_worker");
+        }
+        const bool met = ours.per_s >= 150 && ours.per_s >= 0.5 * raw;
+        bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s)", bench::fixed(ours.per_s),
+                          bench::fixed(raw), bench::fixed(ours.per_s / raw, 2), ">= 150/s and >= 0.50", met);
+        for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
+                                       {"snapshot_worker", rss_snap}}) {
+            bench::report_row(std::string("6 peak RSS ") + name + " (MB)", bench::fixed(kb / 1024.0), "-", "-",
+                              "<= 10 MB", kb > 0 && kb <= 10 * 1024);
+        }
+        fill_history(b, history);
+        const auto scaled = crawl(b, n, "scale");
+        const std::string rows = history >= 1'000'000 ? std::to_string(history / 1'000'000) + "M"
+                                                      : std::to_string(history / 1000) + "k";
+        bench::report_row("7 scale: row 2 with " + rows + " old snapshots+processes (snapshots/s)",
+                          bench::fixed(scaled.per_s), bench::fixed(ours.per_s) + " (row 2)",
+                          bench::fixed(scaled.per_s / ours.per_s, 2), ">= 0.80", scaled.per_s >= 0.8 * ours.per_s);
+        latency_and_idle(b, samples, idle_s);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_crawl: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

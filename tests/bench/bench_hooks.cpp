@@ -1,0 +1,147 @@
+// Rows 1 and 5 of scripts/bench (see tests/bench/bench_report.hpp for the output).
+//  1. hook overhead: launch + record + wait + result of a no-op hook through the
+//     Supervisor, against raw posix_spawn+waitpid of the same program;
+//  5. teardown precision: 50 trees of 20 processes, half ignoring SIGTERM, with
+//     staggered deadlines: p99 of (last process gone - deadline), and the total
+//     teardown against the largest deadline.
+// Needs TEST_DATABASE_URL. Usage: bench_hooks <no-op hook> [runs]
+#include "tests/bench/bench_report.hpp"
+#include "tests/common/supervision_fixture.hpp"
+
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <thread>
+
+#include <spawn.h>
+#include <sys/wait.h>
+
+using namespace orch;
+using namespace orch::test;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+double us_since(Clock::time_point t0, int runs)
+{
+    return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / runs;
+}
+
+double raw_spawn_us(const std::string& program, int runs)
+{
+    char* const argv[] = {const_cast<char*>(program.c_str()), nullptr};
+    char* const envp[] = {nullptr};
+    const auto t0 = Clock::now();
+    for (int i = 0; i < runs; ++i) {
+        pid_t pid = 0;
+        if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, envp) != 0) {
+            std::perror("posix_spawn");
+            std::exit(1);
+        }
+        waitpid(pid, nullptr, 0);
+    }
+    return us_since(t0, runs);
+}
+
+double supervised_us(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs)
+{
+    const auto t0 = Clock::now();
+    for (int i = 0; i < runs; ++i) {
+        const auto launched = sup.launch(fx.request({program}));
+        const auto outcome = sup.wait(launched.row_id);
+        if (!outcome.exit_code || *outcome.exit_code != 0) {
+            std::fprintf(stderr, "bench_hooks: the no-op hook failed\n");
+            std::exit(1);
+        }
+    }
+    return us_since(t0, runs);
+}
+
+// Returns the supervised cost per hook in microseconds.
+double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs)
+{
+    // Warm up both paths, then alternate rounds so background noise hits both alike.
+    raw_spawn_us(program, 20);
+    supervised_us(sup, fx, program, 20);
+    double raw = 0;
+    double ours = 0;
+    const int rounds = 4;
+    for (int round = 0; round < rounds; ++round) {
+        raw += raw_spawn_us(program, runs / rounds);
+        ours += supervised_us(sup, fx, program, runs / rounds);
+    }
+    raw /= rounds;
+    ours /= rounds;
+    std::printf("hook overhead: supervised %.0f us, raw posix_spawn+waitpid %.0f us (%d runs each)\n", ours, raw, runs);
+    bench::report_row("1 hook overhead (us/hook)", bench::fixed(ours, 0), bench::fixed(raw, 0),
+                      bench::fixed(ours / raw, 2), "ratio <= 2.0", ours / raw <= 2.0);
+    return ours;
+}
+
+void teardown_precision(Supervisor& sup, SupervisionFixture& fx, double base_deadline_s)
+{
+    // 50 trees of 20 processes (sh + 19 sleeps); every other tree ignores SIGTERM,
+    // so it lives until its deadline and the SIGKILL of phase 3. Deadlines are
+    // staggered and all after the teardown starts (base_deadline_s covers the launches).
+    std::map<std::string, double> timeouts;
+    std::map<std::string, Clock::time_point> launched_at;
+    for (int i = 0; i < 50; ++i) {
+        const std::string trap = i % 2 == 0 ? "trap '' TERM; " : "";
+        auto req = fx.request({"sh", "-c", trap + "for i in $(seq 19); do sleep 1000 & done; wait"});
+        req.timeout_s = base_deadline_s + 0.02 * i;
+        const auto row = sup.launch(req).row_id;
+        timeouts[row] = *req.timeout_s * 1000.0;
+        launched_at[row] = Clock::now();
+    }
+    // Let every tree reach its 20 processes before the clock starts.
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    const auto t0 = Clock::now();
+    const auto outcomes = sup.teardown({}, std::chrono::seconds(30));
+    const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+    std::vector<double> late_ms;
+    double largest_ms = 0;
+    int past = 0;
+    for (const auto& o : outcomes) {
+        // Both count from the tree's start: elapsed (last process gone) and its timeout.
+        const double since_launch_ms = std::chrono::duration<double, std::milli>(t0 - launched_at[o.row_id]).count();
+        if (timeouts[o.row_id] < since_launch_ms) {
+            ++past; // its deadline passed before the teardown began: not a precision sample
+            continue;
+        }
+        late_ms.push_back(std::max(0.0, static_cast<double>(o.elapsed.count()) - timeouts[o.row_id]));
+        largest_ms = std::max(largest_ms, timeouts[o.row_id] - since_launch_ms);
+        if (!o.tree_empty) {
+            std::printf("teardown: tree %s survived SIGKILL\n", o.row_id.c_str());
+        }
+    }
+    const double p99 = bench::quantile(late_ms, 0.99);
+    std::printf("teardown of %zu trees x 20 processes (%d skipped: deadline before teardown): after deadline "
+                "p50 %.1f ms, p99 %.1f ms, max %.1f ms; total %.0f ms for a largest deadline of %.0f ms\n",
+                late_ms.size(), past, bench::quantile(late_ms, 0.5), p99, bench::quantile(late_ms, 1.0), total_ms,
+                largest_ms);
+    bench::report_row("5 teardown: deadline->gone p99 (ms)", bench::fixed(p99), "-", "-", "p99 <= 50 ms", p99 <= 50);
+    bench::report_row("5 teardown: total vs largest deadline (ms)", bench::fixed(total_ms, 0),
+                      bench::fixed(largest_ms, 0), "+" + bench::fixed(total_ms - largest_ms, 0) + " ms",
+                      "<= +100 ms", total_ms <= largest_ms + 100);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    if (argc < 2) {
+        std::fprintf(stderr, "usage: bench_hooks <no-op hook> [runs]\n");
+        return 2;
+    }
+    const std::string program = argv[1];
+    const int runs = argc > 2 ? std::atoi(argv[2]) : 400;
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.teardown_grace = std::chrono::seconds(30);
+    Supervisor sup(*fx.conn, options);
+    std::printf("containment: %s\n", std::string(to_string(sup.containment_mode())).c_str());
+    const double per_hook_us = hook_overhead(sup, fx, program, runs);
+    // Launching a tree costs about what a hook does (plus sh): leave twice that per tree.
+    teardown_precision(sup, fx, 1.0 + 50 * 2 * per_hook_us / 1e6);
+    return 0;
+}

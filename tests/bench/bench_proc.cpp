@@ -1,0 +1,80 @@
+#include "tests/bench/bench_proc.hpp"
+
+#include <fstream>
+#include <sstream>
+
+namespace orch::bench {
+
+PeakRssSampler::PeakRssSampler(std::filesystem::path bin_dir, std::chrono::milliseconds period)
+    : m_bin_dir(std::filesystem::canonical(bin_dir)), m_period(period), m_thread([this] {
+          while (!m_stop) {
+              scan();
+              std::this_thread::sleep_for(m_period);
+          }
+      })
+{
+}
+
+PeakRssSampler::~PeakRssSampler()
+{
+    m_stop = true;
+    m_thread.join();
+}
+
+long PeakRssSampler::peak_kb(const std::string& program) const
+{
+    std::lock_guard lock(m_mutex);
+    auto it = m_peaks.find(program);
+    return it == m_peaks.end() ? 0 : it->second;
+}
+
+void PeakRssSampler::scan()
+{
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto pid = entry.path().filename().string();
+        if (pid.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        std::error_code link_ec;
+        const auto exe = std::filesystem::read_symlink(entry.path() / "exe", link_ec);
+        if (link_ec || exe.parent_path() != m_bin_dir) {
+            continue;
+        }
+        std::ifstream status(entry.path() / "status");
+        std::string line;
+        while (std::getline(status, line)) {
+            if (line.rfind("VmHWM:", 0) == 0) {
+                const long kb = std::atol(line.c_str() + 6);
+                std::lock_guard lock(m_mutex);
+                auto& peak = m_peaks[exe.filename().string()];
+                peak = std::max(peak, kb);
+                break;
+            }
+        }
+    }
+}
+
+long cpu_ticks(pid_t pid)
+{
+    std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) {
+        return -1;
+    }
+    // Fields after "(comm)": state is field 3, utime 14, stime 15.
+    std::istringstream rest(stat.substr(stat.rfind(')') + 2));
+    std::string field;
+    long utime = 0;
+    long stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+        if (i == 14) {
+            utime = std::stol(field);
+        } else if (i == 15) {
+            stime = std::stol(field);
+        }
+    }
+    return utime + stime;
+}
+
+} // namespace orch::bench

@@ -1,0 +1,43 @@
+#pragma once
+
+// /proc readings for the end-to-end benchmark: peak RSS of running programs
+// (sampled, since the programs come and go) and CPU time of one process.
+
+#include <atomic>
+#include <filesystem>
+#include <map>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include <sys/types.h>
+
+namespace orch::bench {
+
+// While alive, scans /proc every `period` for processes whose executable is in
+// `bin_dir` and keeps the largest VmHWM (peak resident set) seen per program
+// name. Programs of other builds (same names, other directories) are ignored.
+class PeakRssSampler {
+public:
+    PeakRssSampler(std::filesystem::path bin_dir, std::chrono::milliseconds period);
+    ~PeakRssSampler();
+    PeakRssSampler(const PeakRssSampler&) = delete;
+    PeakRssSampler& operator=(const PeakRssSampler&) = delete;
+
+    // Largest VmHWM in kB seen for `program` (0 if never seen).
+    long peak_kb(const std::string& program) const;
+
+private:
+    void scan();
+    std::filesystem::path m_bin_dir;
+    std::chrono::milliseconds m_period;
+    mutable std::mutex m_mutex;
+    std::map<std::string, long> m_peaks;
+    std::atomic<bool> m_stop{false};
+    std::thread m_thread;
+};
+
+// utime + stime of `pid` in clock ticks (-1 if it is gone).
+long cpu_ticks(pid_t pid);
+
+} // namespace orch::bench
