@@ -9,12 +9,17 @@ std::string succeeded_record(const std::string& output_str)
 
 std::string count_snapshot_workers_function(const std::filesystem::path& data_dir)
 {
-    // Pure bash (no fork per process); a zombie has an empty cmdline and is not counted.
+    // Pure bash (no fork per process); a zombie has an empty cmdline and is not counted,
+    // nor is a worker's own child between fork and exec (it still shows the worker's cmdline).
     return R"(count() {
-  local n=0 f a x
+  local n=0 f a x s pa
   for f in /proc/[0-9]*/cmdline; do
     { mapfile -d '' -t a < "$f"; } 2>/dev/null || continue
     [[ ${#a[@]} -gt 0 && ${a[0]} == */snapshot_worker ]] || continue
+    { s=$(< "${f%/cmdline}/stat"); } 2>/dev/null || continue
+    s=${s##*) }; s=${s#* }; s=${s%% *}
+    { mapfile -d '' -t pa < "/proc/$s/cmdline"; } 2>/dev/null
+    [[ ${#pa[@]} -gt 0 && ${pa[0]} == */snapshot_worker ]] && continue
     for x in "${a[@]}"; do
       if [[ $x == ')" + data_dir.string() + R"(' ]]; then n=$((n + 1)); break; fi
     done

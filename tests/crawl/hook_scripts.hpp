@@ -11,7 +11,8 @@ namespace orch::test {
 // Prints a succeeded ArchiveResult record.
 std::string succeeded_record(const std::string& output_str);
 
-// Defines `count`: prints how many live snapshot_worker processes name `data_dir`.
+// Defines `count`: prints how many live snapshot_worker processes name `data_dir`
+// (not counting a worker's own fork that has not exec'd its hook yet).
 std::string count_snapshot_workers_function(const std::filesystem::path& data_dir);
 
 // A stand-in for a browser: a background Crawl hook that starts 10 children

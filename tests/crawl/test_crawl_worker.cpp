@@ -278,9 +278,14 @@ TEST_CASE("crawl_worker: a finished snapshot worker is replaced at once, not on 
     auto gaps = f.rows("SELECT extract(epoch FROM started_at - lag(ended_at) OVER (ORDER BY started_at)) "
                        "FROM process WHERE worker_type = 'snapshot' ORDER BY started_at");
     REQUIRE(gaps.size() == 6);
+    // A 1 s poll would show gaps near a second; allow for a loaded machine in single gaps.
+    double total = 0;
     for (std::size_t i = 1; i < gaps.size(); ++i) {
         INFO("gap " << i << ": " << gaps[i][0] << " s");
-        CHECK(std::stod(gaps[i][0]) >= 0.0);
-        CHECK(std::stod(gaps[i][0]) < 0.5);
+        double gap = std::stod(gaps[i][0]);
+        CHECK(gap >= 0.0);
+        CHECK(gap < 1.0);
+        total += gap;
     }
+    CHECK(total / static_cast<double>(gaps.size() - 1) < 0.3);
 }
