@@ -50,6 +50,28 @@ std::string insert_sql(pqxx::work& tx, const NewRow& row, const std::string& sta
            sql(tx, row.archive_result_id) + ")";
 }
 
+// Process-row bookkeeping (a hook's queued/running/exited transitions) commits
+// without waiting for the WAL flush: three fsync waits per hook were most of
+// a hook's supervision cost. The trade-off, on a database crash (never on a
+// crash of ours: a committed row is visible at once and survives our death):
+//  - WAL is sequential, so the next synchronous commit on the server (the
+//    snapshot worker's archive_result update right after mark_running, any
+//    lease write) makes every earlier bookkeeping commit durable too; what can be
+//    lost is the last ~wal_writer_delay (200 ms) of process rows before the crash;
+//  - a lost 'queued'/'running' row leaves a process without a row. It still runs
+//    in its supervisor's cgroup leaf (or carries its cookie), and its supervisor's
+//    own row was committed synchronously at registration, so the cgroup/cookie
+//    sweep of recovery (cleanup_stale_running) tears the tree down;
+//  - a lost 'exited' update leaves a row running whose process is gone: recovery
+//    closes it as 'lost' (exit code unknown; the result in archive_result, written
+//    synchronously, keeps the outcome).
+// Rows a caller needs durable before acting on them (a worker's own row, leases,
+// results) are not written through these functions.
+void async_commit(pqxx::work& tx)
+{
+    tx.exec0("SET LOCAL synchronous_commit = off");
+}
+
 template <typename T>
 std::optional<T> get(const pqxx::field& field)
 {
@@ -64,6 +86,7 @@ std::optional<T> get(const pqxx::field& field)
 void insert_queued(pqxx::connection& conn, const NewRow& row)
 {
     pqxx::work tx(conn);
+    async_commit(tx);
     tx.exec0(insert_sql(tx, row, "queued"));
     tx.commit();
 }
@@ -80,6 +103,7 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
 {
     pqxx::work tx(conn);
+    async_commit(tx);
     tx.exec0("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(), " +
              identity_assignments(tx, identity, pgid) + " WHERE id = " + tx.quote(id));
     tx.commit();
@@ -88,6 +112,7 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
 {
     pqxx::work tx(conn);
+    async_commit(tx);
     tx.exec0("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
              " exit_code = COALESCE(" + sql(tx, end.exit_code) + "::integer, exit_code),"
              " term_signal = COALESCE(" + sql(tx, end.term_signal) + "::integer, term_signal),"
