@@ -2,6 +2,7 @@
 #include "common/entry_point.hpp"
 #include "common/exit_codes.hpp"
 #include "orchestrator/commands.hpp"
+#include "orchestrator/ops_commands.hpp"
 #include "orchestrator/orchestrator_run.hpp"
 
 namespace {
@@ -48,6 +49,9 @@ int main(int argc, char** argv)
         ->envname("STOP_GRACE")
         ->check(CLI::Range(1, 3600));
 
+    app.add_option("--metrics-listen", run.metrics_listen, "serve Prometheus metrics on HOST:PORT (e.g. 127.0.0.1:9464)")
+        ->envname("METRICS_LISTEN");
+
     auto* migrate = app.add_subcommand("migrate", "apply database migrations");
 
     AddOptions add;
@@ -76,8 +80,13 @@ int main(int argc, char** argv)
         ->required()
         ->check(CLI::IsMember({"start", "stop", "status", "url"}));
 
+    OpsCommands ops(app, common);
+
     return guarded_main(app, argc, argv, [&]() -> int {
         configure_logging("orchestrator", common);
+        if (auto rc = ops.run()) {
+            return *rc;
+        }
         if (*migrate) {
             command_migrate(common);
             return 0;

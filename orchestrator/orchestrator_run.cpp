@@ -15,6 +15,7 @@
 #include "common/self_registration.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
+#include "orchestrator/orchestrator_metrics.hpp"
 #include "orchestrator/runner_gate.hpp"
 #include "orchestrator/schedules.hpp"
 #include "orchestrator/work_queue.hpp"
@@ -186,6 +187,7 @@ private:
             }
         }
         auto leases = release_dead_leases(m_conn);
+        count_leases_recovered(leases.crawls, leases.snapshots);
         if (total.lost + total.killed_on_recovery + total.pid_reused + total.boot_changed + leases.crawls +
                 leases.snapshots >
             0) {
@@ -284,6 +286,9 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     reg.data_dir = data_dir.string();
     auto self = register_self(conn, reg);
     log::set_context("self", self.id);
+    auto metrics = options.metrics_listen.empty()
+                       ? nullptr
+                       : start_orchestrator_metrics(options.metrics_listen, db.conninfo(), machine.id);
     Orchestrator orchestrator(db, machine, data_dir, common, options, stop);
     auto code = orchestrator.run(self.id);
     close_self(conn, self, to_int(code));

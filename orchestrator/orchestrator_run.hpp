@@ -18,6 +18,7 @@ struct RunOptions {
     std::chrono::seconds idle_window{2};      // one-shot: exit when nothing is due within this
     std::chrono::seconds recovery_interval{15};
     std::chrono::seconds stop_grace{60};      // SIGTERM to crawl workers, then SIGKILL
+    std::string metrics_listen;      // HOST:PORT for Prometheus scrapes; empty = no metrics server
 };
 
 // Registers, takes the single-runner gate, recovers what crashed processes left,

@@ -1,0 +1,77 @@
+#include "orchestrator/ops_commands.hpp"
+
+#include "common/errors.hpp"
+#include "common/ids.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+namespace orch {
+namespace {
+
+constexpr const char* k_reason = "cancelled by operator";
+constexpr const char* k_lock = "SELECT status, coalesce(outcome, ''), lease_owner IS NOT NULL, coalesce(lease_owner::text, '') "
+                               "FROM crawl WHERE id = $1 FOR UPDATE";
+// Snapshot leases still held: a snapshot worker may run for this crawl.
+constexpr const char* k_live_snapshot_leases =
+    "SELECT count(*) FROM snapshot WHERE crawl_id = $1 AND lease_owner IS NOT NULL AND lease_expires_at > now()";
+constexpr const char* k_request =
+    "UPDATE crawl SET cancel_requested_at = coalesce(cancel_requested_at, now()), modified_at = now() WHERE id = $1";
+constexpr const char* k_fail_results =
+    "UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
+    "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
+    "  AND ar.status IN ('queued', 'started')";
+constexpr const char* k_seal_snapshots =
+    "UPDATE snapshot SET status = 'sealed', outcome = 'cancelled', error = $2, sealed_at = now(), retry_at = NULL, "
+    " lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+    "WHERE crawl_id = $1 AND status <> 'sealed'";
+constexpr const char* k_seal_crawl =
+    "UPDATE crawl SET status = 'sealed', outcome = 'cancelled', seal_reason = $2, sealed_at = now(), retry_at = NULL, "
+    " cancel_requested_at = coalesce(cancel_requested_at, now()), modified_at = now() "
+    "WHERE id = $1";
+
+} // namespace
+
+void command_cancel(const CommonOptions& options, const std::string& crawl_id)
+{
+    auto id = require_uuid(crawl_id, "crawl id");
+    auto db = open_ops_database(options, true);
+    auto& conn = db.conn();
+    conn.prepare("cancel_lock", k_lock);
+    conn.prepare("cancel_live_snapshot_leases", k_live_snapshot_leases);
+    conn.prepare("cancel_request", k_request);
+    conn.prepare("cancel_fail_results", k_fail_results);
+    conn.prepare("cancel_seal_snapshots", k_seal_snapshots);
+    conn.prepare("cancel_seal_crawl", k_seal_crawl);
+
+    pqxx::work tx(conn);
+    auto row = tx.exec_prepared("cancel_lock", id);
+    if (row.empty()) {
+        throw NotFound(fmt::format("crawl {} not found", id));
+    }
+    auto status = row[0][0].as<std::string>();
+    if (status == "sealed") {
+        std::cout << fmt::format("crawl {} is already sealed ({}); nothing to cancel\n", id, row[0][1].as<std::string>());
+        return;
+    }
+    bool leased = row[0][2].as<bool>();
+    bool live_snapshots = tx.exec_prepared1("cancel_live_snapshot_leases", id)[0].as<long>() > 0;
+    if (leased || live_snapshots) {
+        // A worker runs it: it sees the NOTIFY (crawl_cancel trigger) or its poll, stops
+        // its snapshot workers and seals the crawl cancelled itself.
+        tx.exec_prepared0("cancel_request", id);
+        tx.commit();
+        std::cout << fmt::format("cancel requested for crawl {}{}; its crawl worker stops it\n", id,
+                                 leased ? " (held by process " + row[0][3].as<std::string>() + ")" : "");
+        return;
+    }
+    // Nobody works on it: seal it here, with its snapshots and results terminal.
+    tx.exec_prepared0("cancel_fail_results", id, k_reason);
+    auto sealed = tx.exec_prepared("cancel_seal_snapshots", id, k_reason).affected_rows();
+    tx.exec_prepared0("cancel_seal_crawl", id, k_reason);
+    tx.commit();
+    std::cout << fmt::format("crawl {} cancelled ({} unfinished snapshots sealed)\n", id, sealed);
+}
+
+} // namespace orch

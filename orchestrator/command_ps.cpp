@@ -1,0 +1,104 @@
+#include "orchestrator/ops_commands.hpp"
+
+#include "common/ids.hpp"
+#include "orchestrator/table_format.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace orch {
+namespace {
+
+// One JSON object per row; the same keys in text and JSON modes. {} is the view.
+constexpr const char* k_tree_query =
+    "SELECT jsonb_build_object("
+    "  'id', t.id, 'parent_id', t.parent_id, 'root_id', t.root_id, 'depth', t.depth, 'path', t.path,"
+    "  'type', t.type, 'status', t.status, 'machine_id', t.machine_id, 'pid', t.pid,"
+    "  'crawl_id', t.crawl_id, 'snapshot_id', t.snapshot_id, 'plugin', t.plugin, 'hook_name', t.hook_name,"
+    "  'started_at', t.started_at, 'ended_at', t.ended_at,"
+    "  'runtime_s', extract(epoch FROM t.runtime)::float8,"
+    "  'exit_code', t.exit_code, 'term_signal', t.term_signal, 'signal_name', t.signal_name,"
+    "  'end_reason', t.end_reason, 'outcome', t.outcome)::text "
+    "FROM {} t "
+    "WHERE $1::uuid IS NULL"
+    "   OR EXISTS (SELECT 1 FROM process a WHERE a.crawl_id = $1::uuid AND a.id = ANY (t.path)) "
+    "ORDER BY t.sort_key";
+
+std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback = "-")
+{
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+        return fallback;
+    }
+    return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::optional<int> int_or_null(const nlohmann::json& j, const char* key)
+{
+    auto it = j.find(key);
+    return it == j.end() || it->is_null() ? std::nullopt : std::optional(it->get<int>());
+}
+
+// What a row works on: "crawl 1a2b3c4d", "snapshot 9f8e7d6c", "wget/on_Snapshot__50_wget".
+std::string work_of(const nlohmann::json& row)
+{
+    if (row["type"] == "hook") {
+        return text_or(row, "plugin", "?") + "/" + text_or(row, "hook_name", "?");
+    }
+    if (!row["snapshot_id"].is_null()) {
+        return "snapshot " + short_id(row["snapshot_id"].get<std::string>());
+    }
+    if (!row["crawl_id"].is_null()) {
+        return "crawl " + short_id(row["crawl_id"].get<std::string>());
+    }
+    return "";
+}
+
+} // namespace
+
+void command_ps(const CommonOptions& options, const PsOptions& ps)
+{
+    std::optional<std::string> crawl_id;
+    if (!ps.crawl_id.empty()) {
+        crawl_id = require_uuid(ps.crawl_id, "crawl id");
+    }
+    auto db = open_ops_database(options, false);
+    auto& conn = db.conn();
+    conn.prepare("ps_tree", fmt::format(k_tree_query, ps.all ? "ops.process_tree" : "ops.process_tree_live"));
+    std::vector<nlohmann::json> rows;
+    {
+        pqxx::read_transaction tx(conn);
+        for (const auto& r : tx.exec_prepared("ps_tree", crawl_id)) {
+            rows.push_back(nlohmann::json::parse(r[0].as<std::string>()));
+        }
+        tx.commit();
+    }
+    if (ps.json || (!ps.text && !stdout_is_terminal())) {
+        for (const auto& row : rows) {
+            std::cout << row.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+        }
+        return;
+    }
+    TextTable table({"TYPE", "ID", "PID", "STATUS", "RUNTIME", "EXIT", "WORK"});
+    for (const auto& row : rows) {
+        auto depth = row["depth"].get<int>();
+        std::string tree = depth == 0 ? "" : std::string(static_cast<std::size_t>(depth - 1) * 2, ' ') + "`-";
+        auto runtime = row["runtime_s"].is_null() ? std::nullopt : std::optional(row["runtime_s"].get<double>());
+        auto status = row["status"].get<std::string>();
+        if (status == "exited" && !row["outcome"].is_null()) {
+            status += "/" + row["outcome"].get<std::string>();
+        }
+        table.add_row({tree + row["type"].get<std::string>(), row["id"].get<std::string>(), text_or(row, "pid"), status,
+                       format_duration(runtime), format_exit(int_or_null(row, "exit_code"), int_or_null(row, "term_signal")),
+                       work_of(row)});
+    }
+    if (table.empty()) {
+        std::cout << (ps.all ? "no processes recorded\n" : "no live processes (--all shows exited ones)\n");
+        return;
+    }
+    table.print(std::cout);
+}
+
+} // namespace orch

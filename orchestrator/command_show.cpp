@@ -1,0 +1,159 @@
+#include "orchestrator/ops_commands.hpp"
+
+#include "common/errors.hpp"
+#include "common/ids.hpp"
+#include "orchestrator/table_format.hpp"
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <iostream>
+
+namespace orch {
+namespace {
+
+constexpr const char* k_crawl =
+    "SELECT jsonb_build_object('id', c.id, 'urls', c.urls, 'label', c.label, 'tags', c.tags, 'status', c.status,"
+    "  'outcome', c.outcome, 'seal_reason', c.seal_reason, 'max_depth', c.max_depth, 'max_urls', c.max_urls,"
+    "  'attempts', c.attempts, 'lease_owner', c.lease_owner, 'cancel_requested_at', c.cancel_requested_at,"
+    "  'created_at', c.created_at, 'started_at', c.started_at, 'sealed_at', c.sealed_at,"
+    "  'snapshots', jsonb_build_object('total', p.snapshots, 'queued', p.queued, 'started', p.started,"
+    "     'sealed', p.sealed, 'succeeded', p.succeeded, 'partial', p.partial, 'failed', p.failed,"
+    "     'cancelled', p.cancelled, 'timed_out', p.timed_out),"
+    "  'rate_per_min', p.rate_per_min, 'eta_s', extract(epoch FROM p.eta)::float8)::text "
+    "FROM crawl c JOIN ops.crawl_progress p ON p.crawl_id = c.id WHERE c.id = $1";
+// Per hook over the crawl's snapshots: how many results in each status.
+constexpr const char* k_crawl_hooks =
+    "SELECT jsonb_build_object('plugin', ar.plugin, 'hook_name', ar.hook_name, 'total', count(*),"
+    "  'succeeded', count(*) FILTER (WHERE ar.status = 'succeeded'),"
+    "  'failed', count(*) FILTER (WHERE ar.status = 'failed'),"
+    "  'skipped', count(*) FILTER (WHERE ar.status = 'skipped'),"
+    "  'noresults', count(*) FILTER (WHERE ar.status = 'noresults'),"
+    "  'pending', count(*) FILTER (WHERE ar.status IN ('queued', 'started')),"
+    "  'last_error', (array_agg(ar.error ORDER BY ar.end_ts DESC NULLS LAST) FILTER (WHERE ar.error IS NOT NULL))[1]"
+    ")::text "
+    "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id WHERE s.crawl_id = $1 "
+    "GROUP BY ar.plugin, ar.hook_name ORDER BY ar.hook_name";
+constexpr const char* k_snapshot =
+    "SELECT jsonb_build_object('id', s.id, 'crawl_id', s.crawl_id, 'url', s.url, 'depth', s.depth, 'title', s.title,"
+    "  'status', s.status, 'outcome', s.outcome, 'error', s.error, 'attempts', s.attempts,"
+    "  'lease_owner', s.lease_owner, 'created_at', s.created_at, 'started_at', s.started_at,"
+    "  'sealed_at', s.sealed_at)::text "
+    "FROM snapshot s WHERE s.id = $1";
+constexpr const char* k_snapshot_hooks =
+    "SELECT jsonb_build_object('id', ar.id, 'plugin', ar.plugin, 'hook_name', ar.hook_name, 'status', ar.status,"
+    "  'attempts', ar.attempts, 'duration_s', extract(epoch FROM ar.end_ts - ar.start_ts)::float8,"
+    "  'output_str', ar.output_str, 'output_size', ar.output_size, 'error', ar.error,"
+    "  'process_id', ar.process_id, 'exit_code', p.exit_code, 'term_signal', p.term_signal,"
+    "  'end_reason', p.end_reason)::text "
+    "FROM archive_result ar LEFT JOIN process p ON p.id = ar.process_id "
+    "WHERE ar.snapshot_id = $1 ORDER BY ar.hook_name";
+
+nlohmann::json one_json(pqxx::read_transaction& tx, const char* statement, const std::string& id)
+{
+    auto r = tx.exec_prepared(statement, id);
+    return r.empty() ? nlohmann::json() : nlohmann::json::parse(r[0][0].as<std::string>());
+}
+
+nlohmann::json json_rows(pqxx::read_transaction& tx, const char* statement, const std::string& id)
+{
+    auto out = nlohmann::json::array();
+    for (const auto& row : tx.exec_prepared(statement, id)) {
+        out.push_back(nlohmann::json::parse(row[0].as<std::string>()));
+    }
+    return out;
+}
+
+std::string str(const nlohmann::json& j, const char* key)
+{
+    auto it = j.find(key);
+    if (it == j.end() || it->is_null()) {
+        return "-";
+    }
+    return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+void print_crawl(const nlohmann::json& c)
+{
+    const auto& n = c["snapshots"];
+    std::cout << fmt::format("crawl     {}\nlabel     {}\nstatus    {}{}\nurls      {}\ncreated   {}\nstarted   {}\n"
+                             "sealed    {}\n",
+                             str(c, "id"), str(c, "label"), str(c, "status"),
+                             c["outcome"].is_null() ? "" : " (" + str(c, "outcome") + ")", c["urls"].dump(),
+                             str(c, "created_at"), str(c, "started_at"), str(c, "sealed_at"));
+    if (!c["cancel_requested_at"].is_null()) {
+        std::cout << "cancel    requested at " << str(c, "cancel_requested_at") << '\n';
+    }
+    std::cout << fmt::format("snapshots {} total: {} queued, {} started, {} sealed ({} succeeded, {} partial, "
+                             "{} failed, {} cancelled, {} timed out)\n",
+                             str(n, "total"), str(n, "queued"), str(n, "started"), str(n, "sealed"),
+                             str(n, "succeeded"), str(n, "partial"), str(n, "failed"), str(n, "cancelled"),
+                             str(n, "timed_out"));
+    auto eta = c["eta_s"].is_null() ? std::nullopt : std::optional(c["eta_s"].get<double>());
+    std::cout << fmt::format("rate      {:.1f}/min over 10 min, eta {}\n", c["rate_per_min"].get<double>(),
+                             format_duration(eta));
+    TextTable table({"HOOK", "PLUGIN", "TOTAL", "OK", "FAILED", "SKIPPED", "NORESULTS", "PENDING", "LAST ERROR"});
+    for (const auto& h : c["hooks"]) {
+        table.add_row({str(h, "hook_name"), str(h, "plugin"), str(h, "total"), str(h, "succeeded"), str(h, "failed"),
+                       str(h, "skipped"), str(h, "noresults"), str(h, "pending"),
+                       h["last_error"].is_null() ? "" : one_line(h["last_error"].get<std::string>(), 60)});
+    }
+    if (!table.empty()) {
+        std::cout << '\n';
+        table.print(std::cout);
+    }
+}
+
+void print_snapshot(const nlohmann::json& s)
+{
+    std::cout << fmt::format("snapshot  {}\ncrawl     {}\nurl       {}\ntitle     {}\nstatus    {}{}\nattempts  {}\n",
+                             str(s, "id"), str(s, "crawl_id"), str(s, "url"), str(s, "title"), str(s, "status"),
+                             s["outcome"].is_null() ? "" : " (" + str(s, "outcome") + ")", str(s, "attempts"));
+    if (!s["error"].is_null()) {
+        std::cout << "error     " << one_line(s["error"].get<std::string>(), 200) << '\n';
+    }
+    TextTable table({"HOOK", "PLUGIN", "STATUS", "TIME", "EXIT", "PROCESS", "OUTPUT / ERROR"});
+    for (const auto& h : s["hooks"]) {
+        auto duration = h["duration_s"].is_null() ? std::nullopt : std::optional(h["duration_s"].get<double>());
+        auto exit_code = h["exit_code"].is_null() ? std::nullopt : std::optional(h["exit_code"].get<int>());
+        auto signal = h["term_signal"].is_null() ? std::nullopt : std::optional(h["term_signal"].get<int>());
+        auto detail = !h["error"].is_null() ? h["error"].get<std::string>()
+                                            : h["output_str"].is_null() ? "" : h["output_str"].get<std::string>();
+        table.add_row({str(h, "hook_name"), str(h, "plugin"), str(h, "status"), format_duration(duration),
+                       format_exit(exit_code, signal), str(h, "process_id"), one_line(detail, 60)});
+    }
+    if (!table.empty()) {
+        std::cout << '\n';
+        table.print(std::cout);
+    }
+}
+
+} // namespace
+
+void command_show(const CommonOptions& options, const ShowOptions& show)
+{
+    bool crawl = show.kind == "crawl";
+    auto id = require_uuid(show.id, crawl ? "crawl id" : "snapshot id");
+    auto db = open_ops_database(options, false);
+    auto& conn = db.conn();
+    conn.prepare("show_crawl", k_crawl);
+    conn.prepare("show_crawl_hooks", k_crawl_hooks);
+    conn.prepare("show_snapshot", k_snapshot);
+    conn.prepare("show_snapshot_hooks", k_snapshot_hooks);
+    pqxx::read_transaction tx(conn);
+    auto item = one_json(tx, crawl ? "show_crawl" : "show_snapshot", id);
+    if (item.is_null()) {
+        throw NotFound(fmt::format("{} {} not found", show.kind, id));
+    }
+    item["hooks"] = json_rows(tx, crawl ? "show_crawl_hooks" : "show_snapshot_hooks", id);
+    tx.commit();
+    if (show.json) {
+        std::cout << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
+    } else if (crawl) {
+        print_crawl(item);
+    } else {
+        print_snapshot(item);
+    }
+}
+
+} // namespace orch

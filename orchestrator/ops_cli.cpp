@@ -1,0 +1,89 @@
+#include "orchestrator/ops_commands.hpp"
+
+#include "common/migrate.hpp"
+
+namespace orch {
+
+Database open_ops_database(const CommonOptions& options, bool migrate)
+{
+    auto data_dir = prepare_data_dir(options);
+    auto db = Database::open(options, data_dir);
+    if (migrate) {
+        apply_migrations(db.conn());
+    } else {
+        require_current_schema(db.conn());
+    }
+    return db;
+}
+
+OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(common)
+{
+    m_status = app.add_subcommand("status", "is an orchestrator running here; queues, workers, recent failures "
+                                            "(exit 0 running, 1 stale row, 3 not running, 4 database unreachable)");
+    m_status->add_flag("--json", m_status_options.json, "one JSON object");
+
+    m_ps = app.add_subcommand("ps", "the process tree from the process table (JSON lines when not on a terminal)");
+    auto* ps_json = m_ps->add_flag("--json", m_ps_options.json, "JSON lines");
+    m_ps->add_flag("--text", m_ps_options.text, "the table even when stdout is not a terminal")->excludes(ps_json);
+    m_ps->add_flag("--all,-a", m_ps_options.all, "include exited processes");
+    m_ps->add_option("--crawl-id", m_ps_options.crawl_id, "only the trees working on this crawl");
+
+    m_logs = app.add_subcommand("logs", "print a process's stdout (or stderr) log");
+    m_logs->add_option("process_id", m_logs_options.process_id, "process row id")->required();
+    m_logs->add_flag("--stderr", m_logs_options.stderr_log, "the stderr log instead of stdout");
+    m_logs->add_option("-n,--lines", m_logs_options.lines, "only the last N lines")->check(CLI::NonNegativeNumber);
+    m_logs->add_flag("-f,--follow", m_logs_options.follow, "keep printing until the process has exited");
+
+    m_show = app.add_subcommand("show", "a crawl or a snapshot with its per-hook results");
+    m_show->add_option("kind", m_show_options.kind, "crawl | snapshot")
+        ->required()
+        ->check(CLI::IsMember({"crawl", "snapshot"}));
+    m_show->add_option("id", m_show_options.id, "crawl or snapshot id")->required();
+    m_show->add_flag("--json", m_show_options.json, "one JSON object");
+
+    m_cancel = app.add_subcommand("cancel", "cancel a crawl (its crawl worker stops it; a crawl nobody runs is "
+                                            "sealed cancelled at once)");
+    m_cancel->add_option("crawl_id", m_cancel_id, "crawl id")->required();
+
+    m_retry = app.add_subcommand("retry", "queue a snapshot's failed results again, or those of a crawl's "
+                                          "unsuccessful snapshots");
+    m_retry->add_option("id", m_retry_id, "snapshot id or crawl id")->required();
+
+    m_prune = app.add_subcommand("prune", "delete exited process rows older than a cutoff, and their log files");
+    m_prune->add_option("--older-than", m_prune_options.older_than, "age such as 30d, 12h, 90m (default 30d)");
+    m_prune->add_flag("--dry-run", m_prune_options.dry_run, "only count what would be deleted");
+
+    m_ops = app.add_subcommand("ops", "operations set-up");
+    m_ops->require_subcommand(1);
+    auto* role = m_ops->add_subcommand("create-reader-role",
+                                       "create or update the read-only role for dashboards (SELECT on ops views only)");
+    role->add_option("--role-name", m_role_options.role_name, "role name (default ops_reader)");
+    role->add_option("--password-file", m_role_options.password_file, "set the role's password from this file");
+}
+
+std::optional<int> OpsCommands::run()
+{
+    if (*m_status) {
+        return static_cast<int>(command_status(m_common, m_status_options));
+    }
+    if (*m_ps) {
+        command_ps(m_common, m_ps_options);
+    } else if (*m_logs) {
+        command_logs(m_common, m_logs_options);
+    } else if (*m_show) {
+        command_show(m_common, m_show_options);
+    } else if (*m_cancel) {
+        command_cancel(m_common, m_cancel_id);
+    } else if (*m_retry) {
+        command_retry(m_common, m_retry_id);
+    } else if (*m_prune) {
+        command_prune(m_common, m_prune_options);
+    } else if (*m_ops) {
+        command_create_reader_role(m_common, m_role_options);
+    } else {
+        return std::nullopt;
+    }
+    return 0;
+}
+
+} // namespace orch

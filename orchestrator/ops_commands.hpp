@@ -1,0 +1,105 @@
+#pragma once
+
+#include "common/cli_options.hpp"
+
+#include <optional>
+#include <string>
+
+// The operational surface: commands that read the `ops` views and act on work
+// through the database (status, ps, logs, show, cancel, retry, prune, and the
+// read-only role for dashboards). Each throws orch::Error for what the user can
+// fix (InvalidInput for a malformed id, NotFound for an unknown one, LeaseLost for
+// an item a worker holds); guarded_main() maps them to exit codes.
+namespace orch {
+
+// LSB status codes, used by `orchestrator status` only.
+enum class LsbStatus : int {
+    running = 0,        // a live orchestrator on this machine
+    dead_row = 1,       // a row says running but its process is gone
+    not_running = 3,
+    unknown = 4,        // the database is unreachable
+};
+
+struct StatusOptions {
+    bool json = false;
+};
+// Prints orchestrators (this machine first), queue counts, running workers, recent failures.
+LsbStatus command_status(const CommonOptions& options, const StatusOptions& status);
+
+struct PsOptions {
+    bool json = false;   // JSON lines (also when stdout is not a terminal)
+    bool text = false;   // the table even when stdout is not a terminal
+    bool all = false;    // include exited rows (walks ops.process_tree instead of process_tree_live)
+    std::string crawl_id;
+};
+void command_ps(const CommonOptions& options, const PsOptions& ps);
+
+struct LogsOptions {
+    std::string process_id;
+    bool stderr_log = false;
+    std::optional<long> lines; // -n: the last N lines
+    bool follow = false;       // until the row is exited
+};
+void command_logs(const CommonOptions& options, const LogsOptions& logs);
+
+struct ShowOptions {
+    std::string kind; // crawl | snapshot
+    std::string id;
+    bool json = false;
+};
+void command_show(const CommonOptions& options, const ShowOptions& show);
+
+void command_cancel(const CommonOptions& options, const std::string& crawl_id);
+void command_retry(const CommonOptions& options, const std::string& id);
+
+struct PruneOptions {
+    std::string older_than = "30d";
+    bool dry_run = false;
+};
+void command_prune(const CommonOptions& options, const PruneOptions& prune);
+
+struct ReaderRoleOptions {
+    std::string role_name = "ops_reader";
+    std::string password_file;
+};
+void command_create_reader_role(const CommonOptions& options, const ReaderRoleOptions& role);
+
+// Registers the subcommands above on `app`; run() executes the selected one
+// (from guarded_main's body) and returns its exit code, or nullopt when none
+// of them was selected.
+class OpsCommands {
+public:
+    OpsCommands(CLI::App& app, const CommonOptions& common);
+    std::optional<int> run();
+
+private:
+    const CommonOptions& m_common;
+    CLI::App* m_status = nullptr;
+    CLI::App* m_ps = nullptr;
+    CLI::App* m_logs = nullptr;
+    CLI::App* m_show = nullptr;
+    CLI::App* m_cancel = nullptr;
+    CLI::App* m_retry = nullptr;
+    CLI::App* m_prune = nullptr;
+    CLI::App* m_ops = nullptr;
+    StatusOptions m_status_options;
+    PsOptions m_ps_options;
+    LogsOptions m_logs_options;
+    ShowOptions m_show_options;
+    std::string m_cancel_id;
+    std::string m_retry_id;
+    PruneOptions m_prune_options;
+    ReaderRoleOptions m_role_options;
+};
+
+} // namespace orch
+
+#include "common/database.hpp"
+
+namespace orch {
+
+// The database connection of an ops command. Read-only commands (`migrate` false)
+// require the current schema and never migrate; the others apply migrations first.
+Database open_ops_database(const CommonOptions& options, bool migrate);
+
+} // namespace orch

@@ -1,0 +1,167 @@
+#include "common/fd.hpp"
+#include "tests/ops/prom_parser.hpp"
+#include "tests/support/pg_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+
+#include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <arpa/inet.h>
+#include <csignal>
+#include <cstring>
+#include <fstream>
+#include <netinet/in.h>
+#include <poll.h>
+#include <regex>
+#include <sstream>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+using namespace orch;
+using namespace orch::test;
+
+namespace {
+
+// A Unix datagram socket standing in for systemd's NOTIFY_SOCKET.
+class NotifySocket {
+public:
+    explicit NotifySocket(const std::filesystem::path& path) : m_path(path)
+    {
+        m_fd = Fd(::socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+        REQUIRE(m_fd);
+        sockaddr_un addr{};
+        addr.sun_family = AF_UNIX;
+        std::strncpy(addr.sun_path, path.c_str(), sizeof addr.sun_path - 1);
+        REQUIRE(::bind(m_fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    }
+    // The next datagram within `timeout`; empty if none came.
+    std::string receive(std::chrono::milliseconds timeout)
+    {
+        pollfd p{m_fd.get(), POLLIN, 0};
+        if (::poll(&p, 1, static_cast<int>(timeout.count())) <= 0) {
+            return {};
+        }
+        char buf[4096];
+        auto n = ::recv(m_fd.get(), buf, sizeof buf, 0);
+        return n > 0 ? std::string(buf, static_cast<std::size_t>(n)) : std::string();
+    }
+
+private:
+    std::filesystem::path m_path;
+    Fd m_fd;
+};
+
+std::string scrape(std::uint16_t port)
+{
+    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(port);
+    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+        return {};
+    }
+    std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
+    ::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL);
+    std::string out;
+    char buf[4096];
+    for (ssize_t n; (n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0;) {
+        out.append(buf, static_cast<std::size_t>(n));
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("ops: the daemon says READY=1 after recovery with its row running, STOPPING=1 on SIGTERM, and serves "
+          "metrics meanwhile",
+          "[ops][daemon]")
+{
+    ScratchDatabase db;
+    auto dir = make_temp_dir("orch-notify-");
+    NotifySocket notify(dir / "notify.sock");
+    auto machine = fmt::format("ops-notify-{}", ::getpid());
+    SpawnedProcess daemon({bin_path("orchestrator").string(), "--daemon", "--database-url", db.url(), "--data-dir",
+                           (dir / "data").string(), "--machine-id", machine, "--metrics-listen", "127.0.0.1:0",
+                           "--log-format", "json"},
+                          {{"NOTIFY_SOCKET", (dir / "notify.sock").string()}});
+    auto ready = notify.receive(std::chrono::seconds(20));
+    INFO(daemon.err());
+    REQUIRE(ready.find("READY=1") != std::string::npos);
+    {
+        auto conn = db.connect();
+        pqxx::read_transaction tx(*conn);
+        CHECK(tx.exec_params1("SELECT count(*) FROM process WHERE process_type = 'orchestrator' AND status = 'running' "
+                              "AND machine_id = $1 AND pid = $2",
+                              machine, daemon.pid())[0]
+                  .as<int>() == 1);
+    }
+    // Recovery ran before READY: the machine row was registered with its containment by then.
+    {
+        auto conn = db.connect();
+        pqxx::read_transaction tx(*conn);
+        CHECK(tx.exec_params1("SELECT containment IS NOT NULL FROM machine WHERE id = $1", machine)[0].as<bool>());
+    }
+
+    // The metrics server's port is in the JSON log line "metrics listening".
+    int port = 0;
+    REQUIRE(eventually(
+        [&] {
+            std::istringstream lines(daemon.err());
+            for (std::string line; std::getline(lines, line);) {
+                auto j = nlohmann::json::parse(line, nullptr, false);
+                if (!j.is_discarded() && j.value("msg", "") == "metrics listening") {
+                    port = std::stoi(j["port"].get<std::string>());
+                }
+            }
+            return port != 0;
+        },
+        std::chrono::seconds(5)));
+    auto response = scrape(static_cast<std::uint16_t>(port));
+    REQUIRE(response.rfind("HTTP/1.1 200 OK", 0) == 0);
+    auto body = response.substr(response.find("\r\n\r\n") + 4);
+    INFO(body);
+    auto families = parse_prometheus(body);
+    CHECK(families.count("orchestrator_build_info") == 1);
+    CHECK(body.find("orchestrator_processes{type=\"orchestrator\",state=\"running\"} 1\n") != std::string::npos);
+    CHECK(families.count("orchestrator_process_exits_total") == 1);
+    CHECK(families.count("orchestrator_process_duration_seconds") == 1);
+    CHECK(families.count("orchestrator_leases_recovered_total") == 1);
+    CHECK(families.count("orchestrator_db_errors_total") == 1);
+    for (const auto& [name, family] : families) {
+        for (const auto& sample : family.samples) {
+            CHECK(sample.labels.count("crawl_id") == 0);
+            CHECK(sample.labels.count("pid") == 0);
+        }
+    }
+
+    daemon.signal(SIGTERM);
+    auto stopping = notify.receive(std::chrono::seconds(20));
+    CHECK(stopping.find("STOPPING=1") != std::string::npos);
+    REQUIRE(daemon.wait_for(std::chrono::seconds(30)));
+    CHECK(daemon.exit_code() == 0);
+
+    // --log-format json: one object per line, each with the process row id once registered.
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    auto self_id = tx.exec_params1("SELECT id FROM process WHERE machine_id = $1 AND process_type = 'orchestrator'",
+                                   machine)[0]
+                       .as<std::string>();
+    std::istringstream lines(daemon.err());
+    int with_self = 0;
+    for (std::string line; std::getline(lines, line);) {
+        INFO(line);
+        auto j = nlohmann::json::parse(line);
+        CHECK(j.contains("ts"));
+        CHECK(j.contains("level"));
+        CHECK(j["program"] == "orchestrator");
+        CHECK(j["pid"] == daemon.pid());
+        if (j.contains("self")) {
+            CHECK(j["self"] == self_id);
+            ++with_self;
+        }
+    }
+    CHECK(with_self >= 2);
+}

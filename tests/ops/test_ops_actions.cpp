@@ -1,0 +1,108 @@
+#include "tests/ops/ops_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
+
+using namespace orch::test;
+using namespace orch::test::ops_ids;
+
+TEST_CASE("ops: cancel seals a crawl nobody runs, and only requests it for a leased one", "[ops]")
+{
+    OpsTree tree;
+    auto r = tree.run({"cancel", c2});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("cancelled (1 unfinished snapshots sealed)") != std::string::npos);
+    CHECK(tree.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = '" + c2 + "'") == "sealed/cancelled");
+    CHECK(tree.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = '" + s4 + "'") == "sealed/cancelled");
+    CHECK(tree.scalar("SELECT status FROM archive_result WHERE snapshot_id = '" + s4 + "'") == "failed");
+    auto again = tree.run({"cancel", c2});
+    CHECK(again.exit_code == 0);
+    CHECK(again.out.find("already sealed (cancelled)") != std::string::npos);
+
+    auto leased = tree.run({"cancel", c1});
+    REQUIRE(leased.exit_code == 0);
+    CHECK(leased.out.find("cancel requested") != std::string::npos);
+    CHECK(leased.out.find(crawl_worker) != std::string::npos);
+    CHECK(tree.scalar("SELECT status FROM crawl WHERE id = '" + c1 + "'") == "started");
+    CHECK(tree.scalar("SELECT cancel_requested_at IS NOT NULL FROM crawl WHERE id = '" + c1 + "'") == "t");
+    CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s3 + "'") == "started");
+
+    CHECK(tree.run({"cancel", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
+    CHECK(tree.run({"cancel", "not-an-id"}).exit_code == 7);
+}
+
+TEST_CASE("ops: retry refuses running work and queues failed results, snapshots and the crawl again", "[ops]")
+{
+    OpsTree tree;
+    auto running = tree.run({"retry", s2});
+    CHECK(running.exit_code == 8);
+    CHECK(running.err.find("crawl " + c1 + " is running") != std::string::npos);
+
+    // The crawl worker ends; the crawl is sealed partial, S3 failed too.
+    tree.exec("UPDATE crawl SET status = 'sealed', outcome = 'partial', sealed_at = now(), retry_at = NULL, "
+              "lease_owner = NULL, lease_expires_at = NULL WHERE id = '" + c1 + "'");
+    tree.exec("UPDATE snapshot SET status = 'sealed', outcome = 'timed_out', sealed_at = now(), lease_owner = NULL, "
+              "lease_expires_at = NULL WHERE id = '" + s3 + "'");
+    auto nothing = tree.run({"retry", s1});
+    CHECK(nothing.exit_code == 0);
+    CHECK(nothing.out.find("nothing to retry") != std::string::npos);
+
+    auto one = tree.run({"retry", s2});
+    INFO(one.out << one.err);
+    REQUIRE(one.exit_code == 0);
+    CHECK(one.out.find("1 snapshot, 1 failed result; crawl " + c1 + " is queued") != std::string::npos);
+    CHECK(tree.scalar("SELECT status || '/' || coalesce(outcome, '-') || '/' || attempts FROM snapshot WHERE id = '" +
+                      s2 + "'") == "queued/-/0");
+    CHECK(tree.scalar("SELECT status FROM archive_result WHERE snapshot_id = '" + s2 +
+                      "' AND plugin = 'wget'") == "queued");
+    CHECK(tree.scalar("SELECT status FROM archive_result WHERE snapshot_id = '" + s2 +
+                      "' AND plugin = 'title'") == "succeeded");
+    CHECK(tree.scalar("SELECT status || '/' || coalesce(outcome, '-') || '/' || (retry_at IS NOT NULL) FROM crawl "
+                      "WHERE id = '" + c1 + "'") == "queued/-/true");
+    CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s3 + "'") == "sealed");
+
+    // The whole crawl: S3 (timed out) is queued again as well.
+    auto crawl = tree.run({"retry", c1});
+    REQUIRE(crawl.exit_code == 0);
+    CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s3 + "'") == "queued");
+    CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s1 + "'") == "sealed");
+
+    CHECK(tree.run({"retry", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
+    CHECK(tree.run({"retry", "bad"}).exit_code == 7);
+}
+
+TEST_CASE("ops: prune deletes old exited rows and their logs, never live rows, lease owners or parents of live rows",
+          "[ops]")
+{
+    OpsTree tree;
+    auto old_log = tree.dir() / "old.stdout.log";
+    std::ofstream(old_log) << "old\n";
+    // SW1/H1 and SW2/H2 ended long ago; H2 is a lease owner of S4 (stale lease); the crawl worker is running.
+    tree.exec("UPDATE process SET ended_at = now() - interval '40 days' WHERE status = 'exited'");
+    tree.exec("UPDATE process SET stdout_path = '" + old_log.string() + "' WHERE id = '" + sw1 + "'");
+    tree.exec("UPDATE snapshot SET lease_owner = '" + h2 + "', lease_expires_at = now() - interval '1 day' "
+              "WHERE id = '" + s4 + "'");
+    // A running row under an exited parent keeps that parent.
+    tree.exec("UPDATE process SET parent_id = '" + sw2 + "' WHERE id = '" + sw3 + "'");
+
+    auto dry = tree.run({"prune", "--older-than", "30d", "--dry-run"});
+    INFO(dry.out << dry.err);
+    REQUIRE(dry.exit_code == 0);
+    CHECK(dry.out.find("would delete 2 exited process rows older than 30 days") != std::string::npos);
+    CHECK(tree.scalar("SELECT count(*) FROM process") == "8");
+
+    auto r = tree.run({"prune", "--older-than", "30d"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("deleted 2 exited process rows") != std::string::npos);
+    CHECK(r.out.find("and 1 log files") != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(old_log));
+    CHECK(tree.scalar("SELECT string_agg(id::text, ',' ORDER BY id) FROM process WHERE id IN ('" + sw1 + "', '" + h1 +
+                      "')") == "NULL");
+    CHECK(tree.scalar("SELECT count(*) FROM process WHERE id IN ('" + sw2 + "', '" + h2 + "', '" + sw3 + "')") == "3");
+    CHECK(std::filesystem::exists(tree.dir() / "h2.stderr.log"));
+    CHECK(tree.run({"prune", "--older-than", "1d"}).out.find("deleted 0") != std::string::npos);
+    CHECK(tree.run({"prune", "--older-than", "soon"}).exit_code == 7);
+}

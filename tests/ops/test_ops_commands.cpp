@@ -1,0 +1,180 @@
+#include "tests/ops/ops_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace orch::test;
+using namespace orch::test::ops_ids;
+using nlohmann::json;
+
+TEST_CASE("ops: status reports a live orchestrator, queues, workers and failures, with LSB exit codes", "[ops]")
+{
+    OpsTree tree;
+    auto r = tree.run({"status"});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 0);
+    CHECK(r.out.find("orchestrator: running on this machine") != std::string::npos);
+    CHECK(r.out.find("crawls:    1 queued, 1 started, 0 paused, 0 sealed") != std::string::npos);
+    CHECK(r.out.find("snapshots: 1 queued, 1 started, 2 sealed") != std::string::npos);
+    CHECK(r.out.find("1 crawl_worker, 1 hook, 1 snapshot_worker") != std::string::npos);
+    CHECK(r.out.find(h2) != std::string::npos);          // the killed hook
+    CHECK(r.out.find("fatal: boom") != std::string::npos); // its stderr tail
+    CHECK(r.out.find(sw2) != std::string::npos);         // the snapshot worker that exited 1
+
+    auto j = tree.run({"status", "--json"});
+    REQUIRE(j.exit_code == 0);
+    auto doc = json::parse(j.out);
+    CHECK(doc["state"] == "running");
+    CHECK(doc["orchestrators"].size() == 1);
+    CHECK(doc["orchestrators"][0]["this_machine"] == true);
+    CHECK(doc["queues"]["snapshot"]["sealed"] == 2);
+    CHECK(doc["running"]["hook"] == 1);
+    REQUIRE(doc["recent_failures"].size() == 2);
+    CHECK(doc["recent_failures"][0]["id"] == sw2); // newest first
+    CHECK(doc["recent_failures"][0]["outcome"] == "failed");
+    CHECK(doc["recent_failures"][0]["exit_code"] == 1);
+    CHECK(doc["recent_failures"][1]["id"] == h2);
+    CHECK(doc["recent_failures"][1]["outcome"] == "timed_out");
+    CHECK(doc["recent_failures"][1]["signal"] == 9);
+
+    // A row that says running but names another process (start time differs): 1.
+    tree.exec("UPDATE process SET start_ticks = start_ticks + 1 WHERE id = '" + orchestrator + "'");
+    auto stale = tree.run({"status", "--json"});
+    CHECK(stale.exit_code == 1);
+    CHECK(json::parse(stale.out)["state"] == "dead");
+    // No row: 3.
+    tree.exec("UPDATE process SET status = 'exited', ended_at = now() WHERE id = '" + orchestrator + "'");
+    auto none = tree.run({"status"});
+    CHECK(none.exit_code == 3);
+    CHECK(none.out.find("orchestrator: not running") != std::string::npos);
+    // Database unreachable: 4.
+    auto down = run_command({bin_path("orchestrator").string(), "status", "--database-url",
+                             "host=/nonexistent-orch dbname=x", "--data-dir", tree.dir().string()});
+    CHECK(down.exit_code == 4);
+    CHECK(down.err.find("cannot connect to PostgreSQL") != std::string::npos);
+}
+
+TEST_CASE("ops: ps prints the live tree in order, --all adds exited rows, --crawl-id filters", "[ops]")
+{
+    OpsTree tree;
+    // Not a terminal: JSON lines by default.
+    auto r = tree.run({"ps"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto rows = lines_of(r.out);
+    REQUIRE(rows.size() == 4);
+    std::vector<std::string> ids;
+    for (const auto& line : rows) {
+        ids.push_back(json::parse(line)["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{orchestrator, crawl_worker, sw3, h3});
+    auto hook = json::parse(rows[3]);
+    CHECK(hook["depth"] == 3);
+    CHECK(hook["type"] == "hook");
+    CHECK(hook["path"] == json::array({orchestrator, crawl_worker, sw3, h3}));
+    CHECK(hook["root_id"] == orchestrator);
+    CHECK(hook["pid"] == 999007);
+    CHECK(hook["hook_name"] == "on_Snapshot__10_title");
+
+    auto all = tree.run({"ps", "--all", "--json"});
+    REQUIRE(all.exit_code == 0);
+    ids.clear();
+    for (const auto& line : lines_of(all.out)) {
+        ids.push_back(json::parse(line)["id"]);
+    }
+    CHECK(ids == std::vector<std::string>{orchestrator, crawl_worker, sw1, h1, sw2, h2, sw3, h3});
+    auto killed = json::parse(lines_of(all.out)[5]);
+    CHECK(killed["outcome"] == "timed_out");
+    CHECK(killed["term_signal"] == 9);
+    CHECK(killed["signal_name"] == "SIGKILL");
+    CHECK(killed["exit_code"] == 137);
+
+    auto text = tree.run({"ps", "--all", "--text"});
+    INFO(text.out);
+    REQUIRE(text.exit_code == 0);
+    auto lines = lines_of(text.out);
+    REQUIRE(lines.size() == 9);
+    CHECK(lines[0].rfind("TYPE", 0) == 0);
+    CHECK(lines[1].rfind("orchestrator ", 0) == 0);
+    CHECK(lines[2].rfind("`-crawl_worker ", 0) == 0);
+    CHECK(lines[6].rfind("    `-hook ", 0) == 0);
+    CHECK(lines[6].find("exited/timed_out") != std::string::npos);
+    CHECK(lines[6].find("SIGKILL") != std::string::npos);
+    CHECK(lines[6].find("wget/on_Snapshot__50_wget") != std::string::npos);
+
+    auto crawl = tree.run({"ps", "--crawl-id", c1, "--json"});
+    REQUIRE(crawl.exit_code == 0);
+    CHECK(lines_of(crawl.out).size() == 3); // the crawl worker and below; not the orchestrator
+    CHECK(tree.run({"ps", "--crawl-id", c2, "--json"}).out.empty());
+    auto bad = tree.run({"ps", "--crawl-id", "nope"});
+    CHECK(bad.exit_code == 7);
+    CHECK(bad.err.find("not a valid id") != std::string::npos);
+}
+
+TEST_CASE("ops: logs prints a log, its last lines, the stored tail of a gone file, and follows", "[ops]")
+{
+    OpsTree tree;
+    auto r = tree.run({"logs", h2, "--stderr"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out == "line 1\nline 2\nline 3\nwarning: slow\nfatal: boom\n");
+    auto tail = tree.run({"logs", h2, "--stderr", "-n", "2"});
+    CHECK(tail.out == "warning: slow\nfatal: boom\n");
+    auto gone = tree.run({"logs", h1});
+    CHECK(gone.exit_code == 0);
+    CHECK(gone.out == "saved index.html\n");
+    CHECK(gone.err.find("tail stored in its row") != std::string::npos);
+    auto none = tree.run({"logs", sw1});
+    CHECK(none.exit_code == 6);
+    CHECK(none.err.find("has no stdout log recorded") != std::string::npos);
+    CHECK(tree.run({"logs", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
+    CHECK(tree.run({"logs", "12"}).exit_code == 7);
+
+    SpawnedProcess follow({bin_path("orchestrator").string(), "logs", h3, "--follow", "--database-url", tree.db().url(),
+                           "--data-dir", (tree.dir() / "data").string()});
+    REQUIRE(eventually([&] { return follow.out() == "title: start\n"; }, std::chrono::seconds(10)));
+    std::ofstream(tree.dir() / "h3.stdout.log", std::ios::app) << "title: done\n";
+    REQUIRE(eventually([&] { return follow.out() == "title: start\ntitle: done\n"; }, std::chrono::seconds(10)));
+    CHECK_FALSE(follow.exited());
+    tree.exec("UPDATE process SET status = 'exited', exit_code = 0, ended_at = now() WHERE id = '" + h3 + "'");
+    REQUIRE(follow.wait_for(std::chrono::seconds(10)));
+    CHECK(follow.exit_code() == 0);
+}
+
+TEST_CASE("ops: show crawl and show snapshot with per-hook results, text and JSON, and id errors", "[ops]")
+{
+    OpsTree tree;
+    auto r = tree.run({"show", "crawl", c1});
+    INFO(r.out << r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("status    started") != std::string::npos);
+    CHECK(r.out.find("snapshots 3 total: 0 queued, 1 started, 2 sealed (1 succeeded") != std::string::npos);
+    CHECK(r.out.find("on_Snapshot__50_wget") != std::string::npos);
+    CHECK(r.out.find("boom") != std::string::npos);
+
+    auto j = json::parse(tree.run({"show", "crawl", c1, "--json"}).out);
+    CHECK(j["snapshots"]["total"] == 3);
+    CHECK(j["snapshots"]["failed"] == 1);
+    CHECK(j["rate_per_min"].get<double>() == Approx(0.2));
+    REQUIRE(j["hooks"].size() == 2);
+    CHECK(j["hooks"][1]["hook_name"] == "on_Snapshot__50_wget");
+    CHECK(j["hooks"][1]["failed"] == 1);
+    CHECK(j["hooks"][1]["last_error"] == "boom");
+
+    auto s = json::parse(tree.run({"show", "snapshot", s2, "--json"}).out);
+    CHECK(s["outcome"] == "failed");
+    REQUIRE(s["hooks"].size() == 2);
+    CHECK(s["hooks"][1]["status"] == "failed");
+    CHECK(s["hooks"][1]["error"] == "boom");
+    CHECK(s["hooks"][1]["duration_s"].get<double>() == Approx(29).margin(0.5));
+    auto st = tree.run({"show", "snapshot", s2});
+    CHECK(st.out.find("status    sealed (failed)") != std::string::npos);
+
+    auto missing = tree.run({"show", "snapshot", c1});
+    CHECK(missing.exit_code == 6);
+    CHECK(missing.err.find("snapshot " + c1 + " not found") != std::string::npos);
+    CHECK(tree.run({"show", "crawl", "x"}).exit_code == 7);
+    CHECK(tree.run({"show", "thing", c1}).exit_code == 2);
+}
