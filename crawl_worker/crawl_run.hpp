@@ -2,6 +2,7 @@
 
 #include "common/exit_codes.hpp"
 #include "common/hook_discovery.hpp"
+#include "common/hook_plan.hpp"
 #include "common/lease.hpp"
 #include "common/notification_listener.hpp"
 #include "common/plugin_config.hpp"
@@ -18,10 +19,7 @@
 
 namespace orch {
 
-struct CrawlHook {
-    Hook hook;
-    PluginConfig config;
-};
+using CrawlHook = ConfiguredHook;
 
 // One claimed crawl, from its Crawl hooks to its seal: runs the hooks, creates the
 // seed snapshots, keeps up to `max_workers` snapshot_worker processes busy, retries

@@ -9,6 +9,7 @@
 #include "common/machine.hpp"
 #include "common/migrate.hpp"
 #include "common/notification_listener.hpp"
+#include "common/hook_plan.hpp"
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
 #include "common/self_registration.hpp"
@@ -23,45 +24,6 @@
 
 namespace orch {
 namespace {
-
-// Crawl and CrawlEnd hooks with their effective config, found before the crawl is
-// claimed so that broken plugins change nothing.
-std::pair<std::vector<CrawlHook>, std::vector<CrawlHook>> plan_hooks(const std::string& plugins_dir,
-                                                                     const nlohmann::json& crawl_config)
-{
-    auto roots = plugin_roots(plugins_dir);
-    auto catalog = discover_hooks(roots.builtin, roots.user);
-    auto env = current_environment();
-    std::map<std::string, PluginConfig> configs;
-    for (const auto& plugin : catalog.plugins) {
-        configs.emplace(plugin.name,
-                        resolve_plugin_config(plugin.name, load_plugin_defaults(plugin.dir), crawl_config, env));
-    }
-    auto select = [&](const char* event) {
-        std::vector<CrawlHook> out;
-        for (const auto& hook : catalog.for_event(event)) {
-            const auto& config = configs.at(hook.plugin);
-            if (config.enabled) {
-                out.push_back(CrawlHook{hook, config});
-            }
-        }
-        return out;
-    };
-    return {select("Crawl"), select("CrawlEnd")};
-}
-
-int env_int(const char* name, int fallback, int min, int max)
-{
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-        char* end = nullptr;
-        long n = std::strtol(v, &end, 10);
-        if (*end != '\0' || n < min || n > max) {
-            throw ConfigError(fmt::format("{} must be a number from {} to {}, got '{}'", name, min, max, v));
-        }
-        return static_cast<int>(n);
-    }
-    return fallback;
-}
 
 // After an unexpected failure (a worker that cannot start, a database error) the
 // supervisor has torn our trees down: give the crawl back and close our row if the
@@ -103,7 +65,10 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         log::info("crawl already sealed; nothing to do");
         return ExitCode::ok;
     }
-    auto [crawl_hooks, end_hooks] = plan_hooks(options.plugins_dir, crawl->config);
+    // Plugin problems surface here, before the crawl is claimed: bad configuration changes nothing.
+    auto hooks = plan_hooks(plugin_roots(options.plugins_dir), crawl->config, {"Crawl", "CrawlEnd"});
+    const auto& crawl_hooks = hooks["Crawl"];
+    const auto& end_hooks = hooks["CrawlEnd"];
     auto grace = std::chrono::seconds(env_int("TEARDOWN_GRACE", 10, 1, 3600));
     int max_attempts = env_int("SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100);
 

@@ -3,7 +3,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
-#include "common/hook_discovery.hpp"
+#include "common/hook_plan.hpp"
 #include "common/ids.hpp"
 #include "common/lease.hpp"
 #include "common/log.hpp"
@@ -23,46 +23,6 @@
 #include <cstdlib>
 
 namespace orch {
-namespace {
-
-// Enabled Snapshot hooks with their effective config. Everything that can be
-// wrong with plugins (unreadable dirs, malformed config.json) is found here,
-// before the snapshot is claimed, so bad configuration changes nothing.
-std::vector<PlannedHook> plan_hooks(const SnapshotWorkerOptions& options, const nlohmann::json& crawl_config)
-{
-    auto roots = plugin_roots(options.plugins_dir);
-    auto catalog = discover_hooks(roots.builtin, roots.user);
-    auto env = current_environment();
-    std::map<std::string, PluginConfig> configs;
-    for (const auto& plugin : catalog.plugins) {
-        configs.emplace(plugin.name,
-                        resolve_plugin_config(plugin.name, load_plugin_defaults(plugin.dir), crawl_config, env));
-    }
-    std::vector<PlannedHook> planned;
-    for (const auto& hook : catalog.for_event("Snapshot")) {
-        const auto& config = configs.at(hook.plugin);
-        if (!config.enabled) {
-            log::debug("hook disabled by config", {{"hook", hook.id()}});
-            continue;
-        }
-        planned.push_back(PlannedHook{hook, config, {}});
-    }
-    return planned;
-}
-
-std::size_t env_size(const char* name, std::size_t fallback, std::size_t max)
-{
-    if (const char* v = std::getenv(name); v != nullptr && *v != '\0') {
-        long n = std::atol(v);
-        if (n >= 1 && static_cast<std::size_t>(n) <= max) {
-            return static_cast<std::size_t>(n);
-        }
-        throw ConfigError(fmt::format("{} must be a number from 1 to {}, got '{}'", name, max, v));
-    }
-    return fallback;
-}
-
-} // namespace
 
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options)
 {
@@ -87,11 +47,16 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         log::info("snapshot already sealed; nothing to do");
         return ExitCode::ok;
     }
-    auto planned = plan_hooks(options, snapshot->crawl_config);
+    // Plugin problems surface here, before the snapshot is claimed: bad configuration changes nothing.
+    std::vector<PlannedHook> planned;
+    auto hooks = plan_hooks(plugin_roots(options.plugins_dir), snapshot->crawl_config, {"Snapshot"});
+    for (auto& h : hooks["Snapshot"]) {
+        planned.push_back(PlannedHook{std::move(h.hook), std::move(h.config), {}});
+    }
     UrlFilter filter(snapshot->crawl_config);
-    auto parallelism = env_size("HOOK_PARALLELISM", 1, 64);
+    auto parallelism = static_cast<std::size_t>(env_int("HOOK_PARALLELISM", 1, 1, 64));
     auto teardown_grace = std::chrono::milliseconds(
-        static_cast<long long>(env_size("TEARDOWN_GRACE", 10, 3600)) * 1000);
+        static_cast<long long>(env_int("TEARDOWN_GRACE", 10, 1, 3600)) * 1000);
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);

@@ -1,0 +1,54 @@
+#include "common/hook_plan.hpp"
+
+#include "common/env_map.hpp"
+#include "common/errors.hpp"
+#include "common/log.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace orch {
+
+std::map<std::string, std::vector<ConfiguredHook>> plan_hooks(const PluginRoots& roots,
+                                                              const nlohmann::json& crawl_config,
+                                                              const std::vector<std::string>& events)
+{
+    auto catalog = discover_hooks(roots.builtin, roots.user);
+    auto env = current_environment();
+    std::map<std::string, PluginConfig> configs;
+    for (const auto& plugin : catalog.plugins) {
+        configs.emplace(plugin.name,
+                        resolve_plugin_config(plugin.name, load_plugin_defaults(plugin.dir), crawl_config, env));
+    }
+    std::map<std::string, std::vector<ConfiguredHook>> planned;
+    for (const auto& event : events) {
+        auto& out = planned[event];
+        for (const auto& hook : catalog.for_event(event)) {
+            const auto& config = configs.at(hook.plugin);
+            if (!config.enabled) {
+                log::debug("hook disabled by config", {{"hook", hook.id()}});
+                continue;
+            }
+            out.push_back(ConfiguredHook{hook, config});
+        }
+    }
+    return planned;
+}
+
+int env_int(const char* name, int fallback, int min, int max)
+{
+    const char* v = std::getenv(name);
+    if (v == nullptr || *v == '\0') {
+        return fallback;
+    }
+    char* end = nullptr;
+    errno = 0;
+    long n = std::strtol(v, &end, 10);
+    if (errno != 0 || *end != '\0' || n < min || n > max) {
+        throw ConfigError(fmt::format("{} must be a whole number from {} to {}, got '{}'", name, min, max, v));
+    }
+    return static_cast<int>(n);
+}
+
+} // namespace orch
