@@ -1,5 +1,6 @@
 #include "common/fd.hpp"
 #include "tests/ops/prom_parser.hpp"
+#include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
 #include "tests/support/spawned_process.hpp"
 
@@ -164,4 +165,40 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running, STO
         }
     }
     CHECK(with_self >= 2);
+}
+
+TEST_CASE("ops: --log-format json lines of a crawl worker carry its process row id and the crawl id", "[ops]")
+{
+    ScratchDatabase db;
+    auto dir = make_temp_dir("orch-jsonlog-");
+    std::string crawl_id;
+    {
+        auto conn = db.connect();
+        pqxx::work tx(*conn);
+        // Cancelled before it starts: the worker claims, seals it cancelled and exits 0 without hooks.
+        crawl_id = tx.exec1("INSERT INTO crawl (urls, cancel_requested_at) VALUES ('{http://a.test/}', now()) "
+                            "RETURNING id")[0]
+                       .as<std::string>();
+        tx.commit();
+    }
+    auto r = run_command({bin_path("crawl_worker").string(), "--crawl-id", crawl_id, "--database-url", db.url(),
+                          "--data-dir", (dir / "data").string(), "--log-format", "json"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    auto self_id = tx.exec1("SELECT id FROM process WHERE process_type = 'worker'")[0].as<std::string>();
+    std::istringstream lines(r.err);
+    int n = 0;
+    bool sealed = false;
+    for (std::string line; std::getline(lines, line); ++n) {
+        INFO(line);
+        auto j = nlohmann::json::parse(line);
+        CHECK(j["program"] == "crawl_worker");
+        CHECK(j["crawl"] == crawl_id);
+        CHECK(j["self"] == self_id);
+        sealed = sealed || (j["msg"] == "crawl sealed" && j["outcome"] == "cancelled");
+    }
+    CHECK(n >= 2);
+    CHECK(sealed);
 }
