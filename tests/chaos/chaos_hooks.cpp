@@ -23,8 +23,8 @@ for arg in "$@"; do
   esac
 done
 idx="${url##*/}"
-rec=')SH" + records.string() + "/${snap}." +
-           label + R"SH('
+rec=")SH" + records.string() + "/${snap}." +
+           label + R"SH("
 exec 9>>"$rec.lock"
 if ! flock -n 9; then echo "overlap $$ $(date +%s%N)" >> "$rec"; fi
 echo "start $$ $(date +%s%N)" >> "$rec"

@@ -32,7 +32,7 @@ void check_terminal(const std::string& url, const std::string& crawls, Invariant
                                           ") AND status <> 'sealed' HAVING count(*) > 0")) {
         r.violations.push_back("terminal: " + row[0] + " snapshot(s) not sealed (e.g. " + row[1] + ")");
     }
-    for (const auto& row : query(url, "SELECT count(*), min(status) FROM archive_result a JOIN snapshot s ON "
+    for (const auto& row : query(url, "SELECT count(*), min(a.status) FROM archive_result a JOIN snapshot s ON "
                                       "s.id = a.snapshot_id WHERE s.crawl_id IN (" + crawls + ") AND a.status "
                                       "NOT IN ('succeeded', 'failed', 'skipped', 'noresults') HAVING count(*) > 0")) {
         r.violations.push_back("terminal: " + row[0] + " archive_result(s) not terminal (e.g. " + row[1] + ")");

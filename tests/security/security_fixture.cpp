@@ -1,0 +1,121 @@
+#include "tests/security/security_fixture.hpp"
+
+#include "tests/chaos/db_query.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <fstream>
+
+namespace orch::test {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* k_preamble = R"(#!/usr/bin/env bash
+set -u
+url=""; snap=""; crawl=""
+for arg in "$@"; do
+  case "$arg" in
+    --url=*) url="${arg#--url=}" ;;
+    --snapshot-id=*) snap="${arg#--snapshot-id=}" ;;
+    --crawl-id=*) crawl="${arg#--crawl-id=}" ;;
+  esac
+done
+)";
+
+bool has(const std::vector<std::string>& args, const std::string& opt)
+{
+    for (const auto& a : args) {
+        if (a == opt || a.rfind(opt + "=", 0) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
+SecurityFixture::SecurityFixture()
+    : root(make_temp_dir("orch-sec-")), plugins(root / "plugins"), data(root / "data"), out(root / "out")
+{
+    fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec |
+                              fs::perms::group_read | fs::perms::group_exec);
+    fs::create_directories(plugins);
+    fs::create_directories(data);
+    fs::create_directories(out);
+    fs::create_directories(root / "no-builtins");
+}
+
+SecurityFixture::~SecurityFixture()
+{
+    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
+        std::error_code ec;
+        fs::remove_all(root, ec);
+    }
+}
+
+fs::path SecurityFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)
+{
+    fs::create_directories(plugins / plugin);
+    auto path = plugins / plugin / file;
+    std::ofstream(path) << k_preamble << body << "\n";
+    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
+    return path;
+}
+
+std::string SecurityFixture::add_crawl(const std::vector<std::string>& urls)
+{
+    std::vector<std::string> args = {"add"};
+    args.insert(args.end(), urls.begin(), urls.end());
+    auto r = run("orchestrator", args);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto id = r.out.substr(0, r.out.find('\n'));
+    REQUIRE(id.size() == 36);
+    return id;
+}
+
+std::map<std::string, std::string> SecurityFixture::env(const std::map<std::string, std::string>& extra) const
+{
+    // run_command: an empty value unsets the variable, so "no built-in plugins" is an empty directory.
+    std::map<std::string, std::string> e = {{"ORCH_BUILTIN_PLUGINS_DIR", (root / "no-builtins").string()},
+                                            {"PLUGINS_DIR", plugins.string()},
+                                            {"TEARDOWN_GRACE", "1"},
+                                            {"DATABASE_URL", ""},
+                                            {"DATA_DIR", ""},
+                                            {"PGPASSWORD", ""},
+                                            {"ORCH_PROCESS_COOKIE", ""}};
+    for (const auto& [k, v] : extra) {
+        e[k] = v;
+    }
+    return e;
+}
+
+CommandResult SecurityFixture::run(const std::string& bin, std::vector<std::string> args,
+                                   const std::map<std::string, std::string>& extra_env) const
+{
+    std::vector<std::string> argv = {bin_path(bin).string()};
+    // The common options belong to the top-level app: before any subcommand.
+    if (!has(args, "--database-url")) {
+        argv.insert(argv.end(), {"--database-url", db.url()});
+    }
+    if (!has(args, "--data-dir")) {
+        argv.insert(argv.end(), {"--data-dir", data.string()});
+    }
+    argv.insert(argv.end(), args.begin(), args.end());
+    return run_command(argv, env(extra_env));
+}
+
+std::string SecurityFixture::fingerprint() const
+{
+    return chaos::database_fingerprint(db.url());
+}
+
+std::string SecurityFixture::scalar(const std::string& sql) const
+{
+    return chaos::scalar(db.url(), sql);
+}
+
+} // namespace orch::test

@@ -1,0 +1,288 @@
+// Bad input: every case gets a clear message, its documented exit code
+// (common/exit_codes.hpp) and leaves the database exactly as it was.
+#include "tests/security/security_fixture.hpp"
+#include "tests/support/spawned_process.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <fstream>
+
+using namespace orch::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// Checks one rejected command: exit code, a message naming `needle`, no DB change.
+void expect_rejected(const SecurityFixture& f, const CommandResult& r, int code, const std::string& needle,
+                     const std::string& before)
+{
+    INFO("stderr: " << r.err.substr(0, 2000));
+    INFO("stdout: " << r.out.substr(0, 500));
+    CHECK(r.exit_code == code);
+    CHECK(r.err.find(needle) != std::string::npos);
+    CHECK(f.fingerprint() == before);
+}
+
+const char* k_unknown_uuid = "0b6f2ad8-8d53-4b55-9d7a-1f0c8a9e1c42";
+
+} // namespace
+
+TEST_CASE("malformed ids are rejected with exit 7 by every executable", "[bad_input][ids]")
+{
+    SecurityFixture f;
+    f.add_crawl({"http://ids.test/"});
+    auto before = f.fingerprint();
+    for (const std::string id : {"not-a-uuid", "'; DROP TABLE crawl; --", "../../etc/passwd", "",
+                                 "0b6f2ad8-8d53-4b55-9d7a-1f0c8a9e1c4", "0b6f2ad8-8d53-4b55-9d7a-1f0c8a9e1c42x"}) {
+        DYNAMIC_SECTION("id '" << id << "'")
+        {
+            expect_rejected(f, f.run("crawl_worker", {"--crawl-id", id}), 7, "crawl id", before);
+            expect_rejected(f, f.run("snapshot_worker", {"--snapshot-id", id}), 7, "snapshot id", before);
+            expect_rejected(f, f.run("orchestrator", {"schedule", "disable", id}), 7, "id", before);
+            expect_rejected(f, f.run("orchestrator", {"schedule", "enable", id}), 7, "id", before);
+        }
+    }
+    SECTION("a malformed --process-id")
+    {
+        expect_rejected(f, f.run("snapshot_worker", {"--snapshot-id", k_unknown_uuid, "--process-id", "x'"}), 7,
+                        "process id", before);
+        expect_rejected(f, f.run("crawl_worker", {"--crawl-id", k_unknown_uuid, "--process-id", "x'"}), 7,
+                        "process id", before);
+    }
+}
+
+TEST_CASE("unknown ids are rejected with exit 6 and change nothing", "[bad_input][ids]")
+{
+    SecurityFixture f;
+    f.add_crawl({"http://ids.test/"});
+    auto before = f.fingerprint();
+    expect_rejected(f, f.run("crawl_worker", {"--crawl-id", k_unknown_uuid}), 6, k_unknown_uuid, before);
+    expect_rejected(f, f.run("snapshot_worker", {"--snapshot-id", k_unknown_uuid}), 6, k_unknown_uuid, before);
+    expect_rejected(f, f.run("orchestrator", {"schedule", "disable", k_unknown_uuid}), 6, k_unknown_uuid, before);
+    expect_rejected(f, f.run("orchestrator", {"schedule", "enable", k_unknown_uuid}), 6, k_unknown_uuid, before);
+}
+
+TEST_CASE("invalid URLs are rejected with exit 7 and add nothing", "[bad_input][urls]")
+{
+    SecurityFixture f;
+    f.add_crawl({"http://ok.test/"});
+    auto before = f.fingerprint();
+    std::vector<std::pair<std::string, std::string>> cases = {
+        {"long", "http://long.test/" + std::string(9000, 'a')},
+        {"binary", std::string("http://bin.test/\x01\x02\xff\xfe", 20)},
+        {"nul inside", std::string("http://nul.test/a\0b", 19)},
+        {"newline", "http://nl.test/a\nhttp://evil.test/"},
+        {"carriage return", "http://cr.test/a\r\nX-Injected: 1"},
+        {"javascript:", "javascript:alert(document.cookie)"},
+        {"file://", "file:///etc/passwd"},
+        {"data:", "data:text/html,<script>alert(1)</script>"},
+        {"no scheme", "example.com/page"},
+        {"option-like", "--database-url=host=/evil"},
+        {"empty", ""},
+    };
+    for (const auto& [name, url] : cases) {
+        // argv cannot carry a NUL (it would arrive cut short, as a valid URL).
+        if (url.find('\0') == std::string::npos) DYNAMIC_SECTION("as an argument: " << name)
+        {
+            auto r = f.run("orchestrator", {"add", "--", url});
+            INFO("stderr: " << r.err);
+            CHECK(r.exit_code == 7);
+            CHECK(f.fingerprint() == before);
+        }
+        // Blank lines are allowed in a URLs file; a newline would make two lines.
+        if (url.find('\n') == std::string::npos && !url.empty()) {
+            DYNAMIC_SECTION("in a URLs file: " << name)
+            {
+                auto file = f.root / "urls.txt";
+                std::ofstream(file, std::ios::binary) << "http://fine.test/\n" << url << "\n";
+                auto r = f.run("orchestrator", {"add", "--urls-file", file.string()});
+                INFO("stderr: " << r.err);
+                CHECK(r.exit_code == 7);
+                CHECK(r.err.find("invalid URL") != std::string::npos);
+                CHECK(f.fingerprint() == before);
+            }
+        }
+    }
+}
+
+TEST_CASE("a malformed config.json stops the worker with exit 3 naming the file - nothing claimed", "[bad_input][config]")
+{
+    SecurityFixture f;
+    f.write_hook("broken", "on_Snapshot__10_x.sh", "echo ran >> '" + (f.out / "ran").string() + "'");
+    std::ofstream(f.plugins / "broken" / "config.json") << "{\"timeout\": 10,, oops";
+    auto crawl = f.add_crawl({"http://cfg.test/"});
+    auto before = f.fingerprint();
+    auto r = f.run("crawl_worker", {"--crawl-id", crawl});
+    expect_rejected(f, r, 3, (f.plugins / "broken" / "config.json").string(), before);
+    CHECK(f.scalar("SELECT status || '/' || attempts || '/' || coalesce(lease_owner::text, '-') FROM crawl") ==
+          "queued/0/-");
+    CHECK_FALSE(fs::exists(f.out / "ran"));
+    SECTION("the orchestrator does not claim it either")
+    {
+        // Bounded: a worker that fails on config must not be respawned forever.
+        EnvChanges env;
+        for (const auto& [k, v] : f.env()) {
+            env[k] = v.empty() ? std::nullopt : std::optional<std::string>(v);
+        }
+        SpawnedProcess o({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
+                          f.data.string(), "--idle-window", "0"},
+                         env);
+        bool exited = o.wait_for(std::chrono::seconds(20));
+        INFO("stderr: " << o.err().substr(0, 3000));
+        CHECK(exited);
+        CHECK(o.exit_code() == 3);
+        CHECK(o.err().find("config.json") != std::string::npos);
+        CHECK(f.scalar("SELECT status || '/' || attempts FROM crawl") == "queued/0");
+        CHECK(f.scalar("SELECT count(*) FROM process WHERE process_type = 'worker'") == "0");
+    }
+}
+
+TEST_CASE("a plugins directory that cannot be read is a configuration error (3)", "[bad_input][config]")
+{
+    SecurityFixture f;
+    auto crawl = f.add_crawl({"http://pd.test/"});
+    auto before = f.fingerprint();
+    SECTION("a file instead of a directory")
+    {
+        auto file = f.root / "not-a-dir";
+        std::ofstream(file) << "x";
+        expect_rejected(f, f.run("crawl_worker", {"--crawl-id", crawl}, {{"PLUGINS_DIR", file.string()}}), 3,
+                        file.string(), before);
+    }
+    SECTION("a directory that does not exist")
+    {
+        auto missing = f.root / "missing";
+        expect_rejected(f, f.run("crawl_worker", {"--crawl-id", crawl}, {{"PLUGINS_DIR", missing.string()}}), 3,
+                        missing.string(), before);
+    }
+}
+
+TEST_CASE("hooks and plugins that escape their directory through symlinks never run", "[bad_input][traversal]")
+{
+    SecurityFixture f;
+    auto outside = f.root / "outside";
+    fs::create_directories(outside);
+    auto marker = f.out / "escaped";
+    std::ofstream(outside / "evil.sh") << "#!/usr/bin/env bash\necho ran >> '" << marker.string() << "'\n";
+    fs::permissions(outside / "evil.sh", fs::perms::owner_all);
+    fs::create_directories(f.plugins / "sneaky");
+    fs::create_symlink(outside / "evil.sh", f.plugins / "sneaky" / "on_Snapshot__10_evil.sh");
+    fs::create_symlink("../../outside/evil.sh", f.plugins / "sneaky" / "on_Snapshot__11_rel.sh");
+    fs::create_symlink(outside, f.plugins / "..escape");
+    fs::create_directories(outside / "sub");
+    fs::copy_file(outside / "evil.sh", outside / "on_Snapshot__12_x.sh");
+    fs::create_symlink(outside, f.plugins / "linked_plugin");
+    f.write_hook("fine", "on_Snapshot__20_fine.sh", "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'");
+    auto crawl = f.add_crawl({"http://trav.test/"});
+    auto r = f.run("crawl_worker", {"--crawl-id", crawl});
+    INFO(r.err.substr(0, 3000));
+    CHECK(r.exit_code == 0);
+    CHECK_FALSE(fs::exists(marker));
+    CHECK(f.scalar("SELECT string_agg(hook_name || '=' || status, ',' ORDER BY hook_name) FROM archive_result") ==
+          "fine/on_Snapshot__20_fine.sh=succeeded");
+}
+
+TEST_CASE("a wrong or unreachable database URL exits 4 without a secret in the message", "[bad_input][db]")
+{
+    SecurityFixture f;
+    auto before = f.fingerprint();
+    for (const std::string url : {"postgresql://archive:hunter2-secret@127.0.0.1:1/archive",
+                                  "host=/nonexistent/socket/dir dbname=archive password=hunter2-secret",
+                                  "postgresql://archive:hunter2-secret@[::1]:1/x?connect_timeout=2",
+                                  "this is = not a conninfo"}) {
+        DYNAMIC_SECTION(url)
+        {
+            for (const auto& [bin, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+                     {"orchestrator", {"--idle-window", "0"}},
+                     {"orchestrator", {"add", "http://x.test/"}},
+                     {"crawl_worker", {"--crawl-id", k_unknown_uuid}},
+                     {"snapshot_worker", {"--snapshot-id", k_unknown_uuid}}}) {
+                auto a = args;
+                a.insert(a.begin(), {"--database-url", url});
+                auto r = f.run(bin, a);
+                INFO(bin << ": " << r.err);
+                CHECK(r.exit_code == 4);
+                CHECK(r.err.find("PostgreSQL") + r.err.find("database") != 2 * std::string::npos);
+                CHECK(r.err.find("hunter2") == std::string::npos);
+            }
+        }
+    }
+    CHECK(f.fingerprint() == before);
+}
+
+TEST_CASE("a data directory that is not writable is a configuration error (3)", "[bad_input][data_dir]")
+{
+    SecurityFixture f;
+    auto crawl = f.add_crawl({"http://dd.test/"});
+    auto before = f.fingerprint();
+    SECTION("a file instead of a directory")
+    {
+        auto file = f.root / "file";
+        std::ofstream(file) << "x";
+        for (const auto& [bin, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+                 {"orchestrator", {"--idle-window", "0"}},
+                 {"orchestrator", {"add", "http://x.test/"}},
+                 {"crawl_worker", {"--crawl-id", crawl}}}) {
+            auto a = args;
+            a.insert(a.begin(), {"--data-dir", file.string()});
+            expect_rejected(f, f.run(bin, a), 3, file.string(), before);
+        }
+    }
+    SECTION("a read-only mount")
+    {
+        REQUIRE(::geteuid() == 0);
+        auto ro = f.root / "ro";
+        fs::create_directories(ro);
+        REQUIRE(::mount("tmpfs", ro.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV, "size=1m") == 0);
+        struct Unmount {
+            fs::path p;
+            ~Unmount() { ::umount2(p.c_str(), MNT_DETACH); }
+        } unmount{ro};
+        for (const auto& [bin, args] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+                 {"orchestrator", {"--idle-window", "0"}},
+                 {"crawl_worker", {"--crawl-id", crawl}}}) {
+            auto a = args;
+            a.insert(a.begin(), {"--data-dir", ro.string()});
+            expect_rejected(f, f.run(bin, a), 3, ro.string(), before);
+        }
+    }
+}
+
+TEST_CASE("hostile JSONL fails the archive result cleanly - the worker survives", "[bad_input][jsonl]")
+{
+    SecurityFixture f;
+    // One hook per kind of hostile output; each claims to be a result record.
+    f.write_hook("hostile", "on_Snapshot__10_huge_line.sh",
+                 "printf '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"'\n"
+                 "head -c 64000000 /dev/zero | tr '\\0' a\nprintf '\"}\\n'");
+    f.write_hook("hostile", "on_Snapshot__11_deep.sh",
+                 "printf '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_json\":'\n"
+                 "head -c 200000 /dev/zero | tr '\\0' '['\nhead -c 200000 /dev/zero | tr '\\0' ']'\nprintf '}\\n'");
+    f.write_hook("hostile", "on_Snapshot__12_bad_utf8.sh",
+                 "printf '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"\\xff\\xfe\\xc3\\x28\"}\\n'");
+    f.write_hook("hostile", "on_Snapshot__13_nul.sh",
+                 "printf '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"a\\\\u0000b\"}\\n'");
+    f.write_hook("hostile", "on_Snapshot__14_two_records.sh",
+                 "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n"
+                 "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'");
+    f.write_hook("hostile", "on_Snapshot__20_after.sh", "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'");
+    auto crawl = f.add_crawl({"http://jsonl.test/"});
+    auto r = f.run("crawl_worker", {"--crawl-id", crawl});
+    INFO(r.err.substr(0, 4000));
+    CHECK(r.exit_code == 0);
+    // \u0000 is valid JSON that PostgreSQL text cannot hold: any terminal status, as long as it is recorded.
+    auto results = f.scalar("SELECT string_agg(hook_name || '=' || status, ',' ORDER BY hook_name) FROM "
+                            "archive_result WHERE hook_name NOT LIKE '%13_nul%'");
+    CHECK(results == "hostile/on_Snapshot__10_huge_line.sh=failed,hostile/on_Snapshot__11_deep.sh=failed,"
+                     "hostile/on_Snapshot__12_bad_utf8.sh=failed,"
+                     "hostile/on_Snapshot__14_two_records.sh=failed,hostile/on_Snapshot__20_after.sh=succeeded");
+    CHECK(f.scalar("SELECT status IN ('succeeded', 'failed') FROM archive_result WHERE hook_name LIKE '%13_nul%'") ==
+          "t");
+    CHECK(f.scalar("SELECT count(*) FROM archive_result WHERE status = 'failed' AND coalesce(error, '') = ''") ==
+          "0");
+    CHECK(f.scalar("SELECT status FROM snapshot") == "sealed");
+    CHECK(f.scalar("SELECT max(length(coalesce(output_str, ''))) FROM archive_result") != "64000000");
+}
