@@ -65,7 +65,7 @@ bool FaultInjector::signal_target(const Target& t, int sig)
 FaultReport FaultInjector::kill_row(const std::string& what, const std::string& where)
 {
     Target t;
-    if (!pick(where, 8, t)) {
+    if (!pick(where, 20, t)) {
         return {false, "no running " + what + " to kill"};
     }
     bool ok = signal_target(t, SIGKILL);
@@ -77,7 +77,7 @@ FaultReport FaultInjector::stop_worker()
     bool crawl = std::uniform_int_distribution<int>(0, 3)(m_rng) == 0;
     Target t;
     auto what = std::string(crawl ? "crawl" : "snapshot") + "_worker";
-    if (!pick(std::string("process_type = 'worker' AND worker_type = '") + (crawl ? "crawl" : "snapshot") + "'", 8,
+    if (!pick(std::string("process_type = 'worker' AND worker_type = '") + (crawl ? "crawl" : "snapshot") + "'", 20,
               t)) {
         return {false, "no running " + what + " to stop"};
     }

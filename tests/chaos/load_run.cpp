@@ -71,7 +71,7 @@ LoadResult run_load(const std::string& name, int crawls, int urls_per_crawl, int
         try {
             for (const auto& r : query(sandbox.db_url(),
                                        "SELECT pid, start_ticks, CASE WHEN process_type = 'orchestrator' THEN "
-                                       "'orchestrator' ELSE worker_type || '_worker' END FROM process WHERE "
+                                       "'orchestrator' ELSE coalesce(worker_type, 'unassigned') || '_worker' END FROM process WHERE "
                                        "status = 'running' AND process_type IN ('orchestrator', 'worker') AND "
                                        "pid IS NOT NULL AND start_ticks IS NOT NULL")) {
                 auto pid = std::stoi(r[0]);
