@@ -1,5 +1,6 @@
 #include "common/entry_point.hpp"
 
+#include "common/command_line.hpp"
 #include "common/errors.hpp"
 #include "common/exit_codes.hpp"
 
@@ -34,6 +35,7 @@ int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()
         int rc = app.exit(e);
         return rc == 0 ? 0 : to_int(ExitCode::usage);
     }
+    hide_secret_arguments(argc, argv);
     try {
         return body();
     } catch (const Error& e) {

@@ -1,5 +1,6 @@
 #include "common/self_registration.hpp"
 
+#include "common/command_line.hpp"
 #include "common/errors.hpp"
 #include "common/machine.hpp"
 #include "common/pidfd.hpp"
@@ -16,20 +17,6 @@
 #include <unistd.h>
 
 namespace orch {
-namespace {
-
-std::vector<std::string> own_argv()
-{
-    std::ifstream in("/proc/self/cmdline");
-    std::vector<std::string> out;
-    std::string arg;
-    while (std::getline(in, arg, '\0')) {
-        out.push_back(arg);
-    }
-    return out;
-}
-
-} // namespace
 
 SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration)
 {
@@ -66,7 +53,7 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
     row.id = random_uuid();
     row.machine_id = reg.machine_id;
     row.process_type = reg.process_type;
-    row.cmd = own_argv();
+    row.cmd = own_command_line();
     row.pwd = std::filesystem::current_path().string();
     row.crawl_id = reg.crawl_id;
     row.snapshot_id = reg.snapshot_id;

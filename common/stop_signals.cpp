@@ -27,6 +27,10 @@ StopSignals::StopSignals()
 
 StopSignals::~StopSignals()
 {
+    // A request that arrived but was never read would be delivered the moment the
+    // mask is restored and kill us with the default action, after the work was
+    // already wound down properly: consume it, the exit code says what happened.
+    take();
     ::sigprocmask(SIG_SETMASK, &m_previous, nullptr);
 }
 

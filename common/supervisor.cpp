@@ -1,6 +1,7 @@
 #include "common/supervisor.hpp"
 
 #include "common/child_environment.hpp"
+#include "common/command_line.hpp"
 #include "common/errors.hpp"
 #include "common/file_tail.hpp"
 #include "common/log.hpp"
@@ -42,17 +43,6 @@ void epoll_add(int epoll, int fd, std::uint32_t events)
     }
 }
 
-std::vector<std::string> own_cmdline()
-{
-    std::ifstream in("/proc/self/cmdline", std::ios::binary);
-    std::vector<std::string> argv;
-    std::string word;
-    while (std::getline(in, word, '\0')) {
-        argv.push_back(word);
-    }
-    return argv;
-}
-
 std::string ms(Clock::duration d)
 {
     return std::to_string(std::chrono::duration_cast<milliseconds>(d).count());
@@ -89,7 +79,7 @@ Supervisor::Supervisor(pqxx::connection& conn, SupervisorOptions options)
         row.id = m_self_id;
         row.machine_id = m_options.machine_id;
         row.process_type = m_options.self_process_type;
-        row.cmd = own_cmdline();
+        row.cmd = own_command_line();
         row.pwd = std::filesystem::current_path().string();
         row.containment = std::string(to_string(m_containment.mode()));
         process_table::insert_running(m_conn, row, *identity, ::getpgrp());
@@ -146,7 +136,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.machine_id = m_options.machine_id;
     row.parent_id = m_self_id;
     row.process_type = request.process_type;
-    row.cmd = request.argv;
+    row.cmd = redact_command_line(request.argv);
     row.env = redacted(env);
     row.pwd = request.pwd.string();
     row.timeout_s = request.timeout_s;
@@ -268,13 +258,7 @@ void Supervisor::process_events()
     if (Clock::now() >= m_next_log_check) {
         // A hook that floods its output must not fill the disk.
         for (const auto& [id, tree] : m_trees) {
-            for (const auto* path : {&tree->stdout_path(), &tree->stderr_path()}) {
-                if (bound_log_file(*path, m_options.max_log_bytes) > 0 && m_bounded_logs.insert(path->string()).second) {
-                    log::warn("log over its limit: dropping its oldest output from now on",
-                              {{"process", id}, {"path", path->string()},
-                               {"max_bytes", std::to_string(m_options.max_log_bytes)}});
-                }
-            }
+            bound_logs(*tree);
         }
         m_next_log_check = Clock::now() + std::chrono::milliseconds(250);
     }
@@ -336,8 +320,22 @@ ProcessOutcome Supervisor::outcome_of(const SupervisedTree& tree) const
     return outcome;
 }
 
+void Supervisor::bound_logs(const SupervisedTree& tree)
+{
+    for (const auto* path : {&tree.stdout_path(), &tree.stderr_path()}) {
+        if (bound_log_file(*path, m_options.max_log_bytes) > 0 && m_bounded_logs.insert(path->string()).second) {
+            log::warn("log over its limit: dropping its oldest output from now on",
+                      {{"process", tree.row_id()}, {"path", path->string()},
+                       {"max_bytes", std::to_string(m_options.max_log_bytes)}});
+        }
+    }
+}
+
 void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
 {
+    // A writer faster than the periodic check may have overshot the bound: the
+    // last pass, with every writer gone, leaves the log within it.
+    bound_logs(tree);
     auto outcome = outcome_of(tree);
     outcome.tree_empty = tree_empty;
     if (tree_empty) {

@@ -35,6 +35,9 @@ struct SupervisorOptions {
     // A child's stdout/stderr log keeps at most about this much on disk; older
     // output is deallocated (see log_bound.hpp). HOOK_LOG_MAX_BYTES overrides.
     std::uint64_t max_log_bytes = 64ull << 20;
+    // When this fd becomes readable during a teardown (the owner's signalfd: a
+    // second SIGTERM), every tree still waiting is killed at once. -1 = none.
+    int fast_stop_fd = -1;
 };
 
 struct LaunchRequest {
@@ -148,6 +151,8 @@ private:
     void track(std::unique_ptr<SupervisedTree> tree);
     void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
     void reap_orphans();
+    bool fast_stop_requested() const;
+    void bound_logs(const SupervisedTree& tree);
     void finish(SupervisedTree& tree, bool tree_empty);
     void collect_finished();
     void wait_until(std::chrono::steady_clock::time_point until);

@@ -6,6 +6,7 @@
 #include "common/process_table.hpp"
 
 #include <algorithm>
+#include <poll.h>
 #include <csignal>
 
 namespace orch {
@@ -107,6 +108,15 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     }
 }
 
+bool Supervisor::fast_stop_requested() const
+{
+    if (m_options.fast_stop_fd < 0) {
+        return false;
+    }
+    pollfd pfd{m_options.fast_stop_fd, POLLIN, 0};
+    return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) != 0;
+}
+
 std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
                                                  std::optional<milliseconds> grace, TermTarget term_target)
 {
@@ -140,9 +150,18 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
     }
     // Phase 2: wait for each tree (every member, not just the leader) until
     // its own deadline; phase 3: SIGKILL what is still populated then.
+    bool fast = false;
     for (;;) {
         process_events();
         const auto now = Clock::now();
+        if (!fast && fast_stop_requested()) {
+            // A second stop request: nobody wants to wait for the graceful path any more.
+            log::warn("teardown: stop requested again, killing every tree now", {{"trees", std::to_string(entries.size())}});
+            for (auto& entry : entries) {
+                entry.deadline = std::min(entry.deadline, now);
+            }
+            fast = true;
+        }
         auto next = Clock::time_point::max();
         bool pending = false;
         for (auto& entry : entries) {

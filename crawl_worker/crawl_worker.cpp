@@ -99,6 +99,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         sup.self_row_id = self.id;
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = grace;
+        sup.fast_stop_fd = stop.fd();
         Supervisor supervisor(conn, sup);
 
         CrawlRun::Context ctx;

@@ -123,8 +123,9 @@ std::optional<CronSchedule> CronSchedule::parse(const std::string& input, std::s
     s.m_days = static_cast<unsigned>(days);
     s.m_months = static_cast<unsigned>(months);
     s.m_weekdays = static_cast<unsigned>(weekdays);
-    s.m_days_restricted = fields[2] != "*";
-    s.m_weekdays_restricted = fields[4] != "*";
+    // As in Vixie cron, a field starting with '*' ("*", "*/2") counts as unrestricted.
+    s.m_days_restricted = fields[2].front() != '*';
+    s.m_weekdays_restricted = fields[4].front() != '*';
     return s;
 }
 

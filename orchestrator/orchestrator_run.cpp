@@ -3,11 +3,13 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
+#include "common/hook_plan.hpp"
 #include "common/lease.hpp"
 #include "common/log.hpp"
 #include "common/machine.hpp"
 #include "common/migrate.hpp"
 #include "common/notification_listener.hpp"
+#include "common/plugin_roots.hpp"
 #include "common/process_identity.hpp"
 #include "common/process_table.hpp"
 #include "common/recovery.hpp"
@@ -49,6 +51,8 @@ public:
         sup.self_row_id = self_id;
         sup.self_process_type = "orchestrator";
         sup.containment = m_containment;
+        // A second SIGTERM while crawl workers wind down kills them at once.
+        sup.fast_stop_fd = m_stop.fd();
         Supervisor supervisor(m_conn, sup);
         m_supervisor = &supervisor;
         register_machine(m_conn, m_machine, std::string(to_string(supervisor.containment_mode())));
@@ -64,8 +68,11 @@ public:
                 next_recovery = Clock::now() + m_options.recovery_interval;
             }
             enqueue_due_schedules(m_conn);
-            spawn_workers();
-            if (!m_options.daemon && m_workers.empty() && !work_due_within(m_conn, m_options.idle_window)) {
+            if (!m_config_error) {
+                spawn_workers();
+            }
+            if (!m_options.daemon && m_workers.empty() &&
+                (m_config_error || !work_due_within(m_conn, m_options.idle_window))) {
                 log::info("nothing due and nothing running; exiting");
                 break;
             }
@@ -74,6 +81,9 @@ public:
         }
         shutdown();
         m_supervisor = nullptr;
+        if (m_config_error) {
+            throw ConfigError(*m_config_error);
+        }
         return ExitCode::ok;
     }
 
@@ -153,11 +163,29 @@ private:
         log::info("crawl worker exited", {{"crawl", crawl_id}, {"process", outcome.row_id},
                                           {"exit_code", outcome.exit_code ? std::to_string(*outcome.exit_code) : ""},
                                           {"signal", outcome.term_signal ? std::to_string(*outcome.term_signal) : ""}});
-        if (!clean) {
-            // Its snapshot workers and their hooks are orphans now; the crawl resumes after a pause.
-            recover();
-            release_crawl(m_conn, crawl_id, outcome.row_id, std::chrono::seconds(2));
+        if (clean) {
+            m_failures.erase(crawl_id);
+            return;
         }
+        // Back off before recovery frees the lease: recovery would make the crawl due
+        // at once, and a worker that fails at start would be respawned in a hot loop.
+        const int failures = ++m_failures[crawl_id];
+        const auto backoff = std::chrono::seconds(std::min(300, 2 << std::min(failures - 1, 8)));
+        release_crawl(m_conn, crawl_id, outcome.row_id, backoff);
+        log::warn("crawl worker failed; retrying later",
+                  {{"crawl", crawl_id}, {"failures", std::to_string(failures)},
+                   {"retry_in_s", std::to_string(backoff.count())}});
+        if (outcome.exit_code && *outcome.exit_code == to_int(ExitCode::config) && !m_options.daemon &&
+            !m_config_error) {
+            // Plugin configuration was valid at start, so this crawl's own config (or a
+            // file changed since) is wrong: a person must fix it. A one-shot run lets
+            // running crawls finish, claims nothing more, and says so with exit 3.
+            m_config_error = fmt::format("crawl_worker for crawl {} refused its configuration (exit 3); see {}",
+                                         crawl_id, (m_data_dir / "crawls" / crawl_id).string());
+            log::error("stopping: a crawl worker found the configuration invalid", {{"crawl", crawl_id}});
+        }
+        // Its snapshot workers and their hooks are orphans now.
+        recover();
     }
 
     // Crash recovery for this machine: ends stuck lease holders, tears down orphaned
@@ -248,6 +276,8 @@ private:
     Supervisor* m_supervisor = nullptr;
     std::string m_self_id;
     std::map<std::string, std::string> m_workers; // worker row id -> crawl id
+    std::map<std::string, int> m_failures;         // crawl id -> consecutive failed workers
+    std::optional<std::string> m_config_error;
 };
 
 } // namespace
@@ -256,6 +286,9 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
 {
     StopSignals stop;
     auto data_dir = prepare_data_dir(common);
+    // Every worker would refuse a broken plugin configuration (exit 3) after being
+    // spawned for a claimed crawl; refusing here claims nothing and names the file.
+    plan_hooks(plugin_roots(options.plugins_dir), nlohmann::json::object(), {"Crawl", "Snapshot", "CrawlEnd"});
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();
     apply_migrations(conn);

@@ -85,6 +85,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         sup.self_row_id = self.id;
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = teardown_grace;
+        sup.fast_stop_fd = stop.fd();
         Supervisor supervisor(conn, sup);
 
         std::vector<Hook> hooks;

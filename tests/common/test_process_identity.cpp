@@ -24,7 +24,7 @@ pid_t spawn_sleep()
 
 } // namespace
 
-TEST_CASE("identity of a live process verifies, a changed start time is reuse", "[identity]")
+TEST_CASE("identity of a live process verifies - a changed start time is reuse", "[identity]")
 {
     const pid_t pid = spawn_sleep();
     auto pidfd = Pidfd::open(pid);
@@ -33,7 +33,15 @@ TEST_CASE("identity of a live process verifies, a changed start time is reuse", 
     const auto identity = capture_identity(*pidfd, boot, std::string("abc"));
     REQUIRE(identity);
     CHECK(identity->start_ticks > 0);
-    CHECK(read_environ_value(pid, k_cookie_env_var) == std::string("abc"));
+    // Until the child has called exec, /proc shows the environment it inherited from us.
+    std::optional<std::string> cookie;
+    for (int i = 0; i < 500 && cookie != std::string("abc"); ++i) {
+        cookie = read_environ_value(pid, k_cookie_env_var);
+        if (cookie != std::string("abc")) {
+            ::usleep(10'000);
+        }
+    }
+    CHECK(cookie == std::string("abc"));
 
     CHECK(verify_identity(*identity, boot).verdict == IdentityVerdict::same);
     auto wrong_ticks = *identity;

@@ -13,7 +13,7 @@ using namespace orch;
 using namespace orch::test;
 using namespace std::chrono_literals;
 
-TEST_CASE("a foreground hook is recorded: exit code, tails, env, cmd.sh", "[supervisor]")
+TEST_CASE("a foreground hook is recorded: exit code - tails - env - cmd.sh", "[supervisor]")
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
@@ -106,7 +106,7 @@ TEST_CASE("a grandchild holding stdout does not delay exit detection", "[supervi
     CHECK(pids_with_cookie(fx.column(launched.row_id, "cookie")).empty());
 }
 
-TEST_CASE("the epoll fd integrates into a poll loop, heartbeats are written", "[supervisor]")
+TEST_CASE("the epoll fd integrates into a poll loop - heartbeats are written", "[supervisor]")
 {
     SupervisionFixture fx;
     auto options = fx.options(false);

@@ -18,7 +18,7 @@ const char* mode_name(bool fallback) { return fallback ? "fallback" : "cgroup"; 
 
 } // namespace
 
-TEST_CASE("polite, deaf, escaper and stopped hooks torn down together", "[teardown]")
+TEST_CASE("polite - deaf - escaper and stopped hooks torn down together", "[teardown]")
 {
     const bool fallback = GENERATE(false, true);
     INFO("mode " << mode_name(fallback));
@@ -84,7 +84,7 @@ TEST_CASE("polite, deaf, escaper and stopped hooks torn down together", "[teardo
     }
 }
 
-TEST_CASE("polite hook: 143, no SIGKILL, well before its deadline", "[teardown]")
+TEST_CASE("polite hook: 143 - no SIGKILL - well before its deadline", "[teardown]")
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
@@ -114,7 +114,7 @@ TEST_CASE("a forker with 1000+ descendants leaves no survivor", "[teardown][fork
     CHECK(eventually([&] { sup.process_events(); return zombie_children() == 0; }));
 }
 
-TEST_CASE("ten trees with different remaining timeouts: total is the largest, not the sum", "[teardown]")
+TEST_CASE("ten trees with different remaining timeouts: total is the largest - not the sum", "[teardown]")
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));

@@ -96,7 +96,7 @@ TEST_CASE("crawl_worker: never more than N snapshot workers at once", "[crawl_wo
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("crawl_worker: a background crawl hook with children is up for every snapshot, gone after the seal",
+TEST_CASE("crawl_worker: a background crawl hook with children is up for every snapshot - gone after the seal",
           "[crawl_worker]")
 {
     CrawlFixture f;
@@ -173,7 +173,7 @@ TEST_CASE("crawl_worker: discovered URLs are crawled within max_depth and max_ur
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("crawl_worker: Crawl hooks run in step order, a failing one stops the crawl only if required",
+TEST_CASE("crawl_worker: Crawl hooks run in step order - a failing one stops the crawl only if required",
           "[crawl_worker]")
 {
     CrawlFixture f;
@@ -210,7 +210,7 @@ TEST_CASE("crawl_worker: Crawl hooks run in step order, a failing one stops the 
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("crawl_worker: unknown, malformed and sealed crawl ids", "[crawl_worker]")
+TEST_CASE("crawl_worker: unknown - malformed and sealed crawl ids", "[crawl_worker]")
 {
     CrawlFixture f;
     SECTION("unknown crawl: 6, not found")
@@ -239,7 +239,7 @@ TEST_CASE("crawl_worker: unknown, malformed and sealed crawl ids", "[crawl_worke
     }
 }
 
-TEST_CASE("crawl_worker: spawned by the orchestrator, the tree is orchestrator -> crawl -> snapshot -> hook",
+TEST_CASE("crawl_worker: spawned by the orchestrator - the tree is orchestrator -> crawl -> snapshot -> hook",
           "[crawl_worker]")
 {
     CrawlFixture f;
@@ -266,7 +266,7 @@ TEST_CASE("crawl_worker: spawned by the orchestrator, the tree is orchestrator -
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("crawl_worker: a finished snapshot worker is replaced at once, not on a poll", "[crawl_worker]")
+TEST_CASE("crawl_worker: a finished snapshot worker is replaced at once - not on a poll", "[crawl_worker]")
 {
     CrawlFixture f;
     f.write_hook("save", "on_Snapshot__10_save.sh", "sleep 0.2\n" + succeeded_record("saved"));

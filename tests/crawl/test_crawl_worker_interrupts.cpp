@@ -39,7 +39,7 @@ void check_nothing_left(CrawlFixture& f, bool sealed = true)
 
 } // namespace
 
-TEST_CASE("crawl_worker: a SIGKILLed snapshot worker's snapshot is retried, its orphaned hooks torn down",
+TEST_CASE("crawl_worker: a SIGKILLed snapshot worker's snapshot is retried - its orphaned hooks torn down",
           "[crawl_worker][interrupts]")
 {
     auto containment = GENERATE(std::string("auto"), std::string("fallback"));
@@ -164,7 +164,7 @@ TEST_CASE("crawl_worker: the crawl timeout seals the crawl timed_out", "[crawl_w
     check_nothing_left(f);
 }
 
-TEST_CASE("crawl_worker: SIGTERM releases the crawl unsealed, a second run finishes it", "[crawl_worker][interrupts]")
+TEST_CASE("crawl_worker: SIGTERM releases the crawl unsealed - a second run finishes it", "[crawl_worker][interrupts]")
 {
     CrawlFixture f;
     auto started = f.root / "started";
@@ -216,4 +216,36 @@ TEST_CASE("crawl_worker: snapshot workers that fail before claiming their snapsh
           2);
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 3") == 4);
     check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook that ignores the first",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto ready = f.root / "stubborn.ready";
+    // Ignores SIGTERM, and its timeout (the teardown's grace for it) is two minutes.
+    f.write_hook("stubborn", "on_Crawl__05_stubborn.bg.sh",
+                 "trap '' TERM\n( trap '' TERM; exec sleep 300 ) &\ntouch '" + ready.string() +
+                     "'\nwhile true; do sleep 0.2; done\n");
+    std::ofstream(f.plugins / "stubborn" / "config.json") << "{\"timeout\": 120}";
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", "sleep 60\n" + succeeded_record("late"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(1));
+    auto p = f.start(id);
+    REQUIRE(poll_until([&] { return std::filesystem::exists(ready); }, 30s));
+    REQUIRE(poll_until([&] { return f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'") == 1; },
+                       30s));
+    p->signal(SIGTERM);
+    // The first request waits for the stubborn hook's grace: still running a while later.
+    CHECK_FALSE(p->wait_for(2s));
+    auto t0 = Clock::now();
+    p->signal(SIGTERM);
+    REQUIRE(p->wait_for(20s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 10);
+    CHECK(seconds_since(t0) < 10.0);
+    CHECK(f.scalar("SELECT term_signal FROM process WHERE process_type = 'hook' AND hook_name LIKE '%stubborn%'") ==
+          "9");
+    CHECK(f.rows("SELECT status, lease_owner FROM crawl WHERE id = " + f.quote(id)) ==
+          std::vector<std::vector<std::string>>{{"started", ""}});
+    check_nothing_left(f, false);
 }

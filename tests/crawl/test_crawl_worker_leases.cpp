@@ -57,7 +57,7 @@ TEST_CASE("crawl_worker: the crawl lease is renewed through a run longer than it
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("crawl_worker: a lost crawl lease stops the worker with 8, its workers and hooks with it",
+TEST_CASE("crawl_worker: a lost crawl lease stops the worker with 8 - its workers and hooks with it",
           "[crawl_worker][lease]")
 {
     CrawlFixture f;

@@ -203,7 +203,7 @@ TEST_CASE("e2e: without Chromium the browser plugins report skipped and the othe
     CHECK(processes_mentioning(run.data.string()) == 0);
 }
 
-TEST_CASE("e2e: a page that never finishes loading times out within the plugin timeout, the crawl completes",
+TEST_CASE("e2e: a page that never finishes loading times out within the plugin timeout - the crawl completes",
           "[e2e]")
 {
     StallServer stall;

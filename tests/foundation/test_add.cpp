@@ -26,7 +26,7 @@ long crawl_count(const ScratchDatabase& db)
 
 } // namespace
 
-TEST_CASE("orchestrator add stores good URLs, normalised, and prints the crawl id", "[add]")
+TEST_CASE("orchestrator add stores good URLs - normalised - and prints the crawl id", "[add]")
 {
     ScratchDatabase db;
     auto r = add(db, {"http://Example.com", "https://example.com:443/a#frag", "--depth", "2", "--label", "news",
@@ -46,7 +46,7 @@ TEST_CASE("orchestrator add stores good URLs, normalised, and prints the crawl i
     CHECK(row[4].as<std::string>() == "queued");
 }
 
-TEST_CASE("orchestrator add reads URLs from a file and from stdin, skipping comments", "[add]")
+TEST_CASE("orchestrator add reads URLs from a file and from stdin - skipping comments", "[add]")
 {
     ScratchDatabase db;
     auto dir = make_temp_dir("orch-urls-");
@@ -63,7 +63,7 @@ TEST_CASE("orchestrator add reads URLs from a file and from stdin, skipping comm
     CHECK(tx.exec1("SELECT sum(cardinality(urls)) FROM crawl")[0].as<long>() == 4);
 }
 
-TEST_CASE("orchestrator add rejects bad input with a clear message, code 7, and stores nothing", "[add]")
+TEST_CASE("orchestrator add rejects bad input with a clear message - code 7 - and stores nothing", "[add]")
 {
     ScratchDatabase db;
     struct Case {
@@ -92,7 +92,7 @@ TEST_CASE("orchestrator add rejects bad input with a clear message, code 7, and 
     CHECK(crawl_count(db) == 0);
 }
 
-TEST_CASE("usage errors exit 2, --help and --version exit 0, on all three executables", "[cli]")
+TEST_CASE("usage errors exit 2 - --help and --version exit 0 - on all three executables", "[cli]")
 {
     for (const char* exe : {"orchestrator", "crawl_worker", "snapshot_worker"}) {
         INFO(exe);
@@ -122,7 +122,7 @@ TEST_CASE("an unreachable database gives code 4 and names the problem", "[cli]")
     CHECK(w.exit_code == 4);
 }
 
-TEST_CASE("workers: malformed ids exit 7, unknown ids exit 6", "[cli]")
+TEST_CASE("workers: malformed ids exit 7 - unknown ids exit 6", "[cli]")
 {
     ScratchDatabase db;
     auto dir = make_temp_dir("orch-ids-").string();

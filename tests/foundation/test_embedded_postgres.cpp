@@ -30,7 +30,7 @@ int processes_mentioning(const std::string& needle)
 
 } // namespace
 
-TEST_CASE("with no DATABASE_URL the private cluster under the data directory is used, and nothing is left running",
+TEST_CASE("with no DATABASE_URL the private cluster under the data directory is used - and nothing is left running",
           "[embedded]")
 {
     auto dir = make_temp_dir("orch-emb-");

@@ -41,7 +41,7 @@ TEST_CASE("applying migrations twice is a no-op the second time", "[migrations]"
     CHECK(tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<std::size_t>() == embedded_migrations().size());
 }
 
-TEST_CASE("two processes migrating at once: one applies, the other waits and finds nothing to do", "[migrations]")
+TEST_CASE("two processes migrating at once: one applies - the other waits and finds nothing to do", "[migrations]")
 {
     ScratchDatabase db(false);
     auto orchestrator = bin_path("orchestrator").string();

@@ -21,7 +21,7 @@ TEST_CASE("check_url accepts and normalises http(s) URLs", "[url]")
     CHECK(ok("http://example.com/caf\xc3\xa9") == "http://example.com/caf\xc3\xa9");
 }
 
-TEST_CASE("check_url rejects what cannot be archived, naming the problem", "[url]")
+TEST_CASE("check_url rejects what cannot be archived - naming the problem", "[url]")
 {
     auto bad = [](const std::string& in) {
         auto c = check_url(in);

@@ -25,7 +25,7 @@ std::vector<std::string> ids(const std::vector<Hook>& hooks)
 
 } // namespace
 
-TEST_CASE("hooks: parse_hook_file_name splits event, step, name, background, extension", "[hooks][discovery]")
+TEST_CASE("hooks: parse_hook_file_name splits event - step - name - background - extension", "[hooks][discovery]")
 {
     auto h = parse_hook_file_name("on_Snapshot__10_wget.sh");
     REQUIRE(h);
@@ -53,7 +53,7 @@ TEST_CASE("hooks: parse_hook_file_name splits event, step, name, background, ext
     CHECK(h->extension.empty());
 }
 
-TEST_CASE("hooks: parse_hook_file_name rejects names that break the pattern, with a reason", "[hooks][discovery]")
+TEST_CASE("hooks: parse_hook_file_name rejects names that break the pattern - with a reason", "[hooks][discovery]")
 {
     for (const char* bad : {"on_Snapshot__1_x.sh", "on_Snapshot_10_x.sh", "on_Snap-shot__10_x.sh", "on___10_x.sh",
                             "on_Snapshot__10_.sh", "on_Snapshot__10x.sh", "on_Snapshot__10_a.b.sh",
@@ -86,7 +86,7 @@ TEST_CASE("hooks: split_plugin_dirs splits on colons and drops empty parts", "[h
     CHECK(split_plugin_dirs("/a::/b/c:") == std::vector<fs::path>{"/a", "/b/c"});
 }
 
-TEST_CASE("hooks: hooks from two plugins interleave by step, then file name", "[hooks][discovery]")
+TEST_CASE("hooks: hooks from two plugins interleave by step - then file name", "[hooks][discovery]")
 {
     TempTree t;
     t.write("plugins/wget/on_Snapshot__20_wget.sh", "#!/bin/bash\n");
@@ -136,7 +136,7 @@ TEST_CASE("hooks: a user plugin replaces the built-in plugin of the same name as
     CHECK_FALSE(catalog.find_plugin("title")->from_user_dir);
 }
 
-TEST_CASE("hooks: entries that break the contract are skipped, not fatal", "[hooks][discovery]")
+TEST_CASE("hooks: entries that break the contract are skipped - not fatal", "[hooks][discovery]")
 {
     TempTree t;
     t.write("outside/evil.sh", "");
@@ -160,7 +160,7 @@ TEST_CASE("hooks: entries that break the contract are skipped, not fatal", "[hoo
     CHECK(catalog.plugins.size() == 1);
 }
 
-TEST_CASE("hooks: a hook without a known extension must be executable, else it carries a problem", "[hooks][discovery]")
+TEST_CASE("hooks: a hook without a known extension must be executable - else it carries a problem", "[hooks][discovery]")
 {
     TempTree t;
     t.write("plugins/p/on_Snapshot__10_runme", "#!/bin/sh\n", 0755);

@@ -31,7 +31,7 @@ TEST_CASE("hooks: is_secret_env_name", "[hooks][env]")
     }
 }
 
-TEST_CASE("hooks: build_hook_env passes only the allow-list, context and plugin config", "[hooks][env]")
+TEST_CASE("hooks: build_hook_env passes only the allow-list - context and plugin config", "[hooks][env]")
 {
     EnvMap parent = {{"PATH", "/opt/bin:/usr/bin"}, {"HOME", "/root"},         {"LANG", "C.UTF-8"},
                      {"TZ", "UTC"},                 {"DATABASE_URL", "postgres://u:p@h/db"},
@@ -120,7 +120,7 @@ TEST_CASE("hooks: to_env_strings and current_environment", "[hooks][env]")
     ::unsetenv("ORCH_HOOKS_TEST_VAR");
 }
 
-TEST_CASE("hooks: build_hook_argv: interpreter, path, flags - the URL stays one argument", "[hooks][argv]")
+TEST_CASE("hooks: build_hook_argv: interpreter - path - flags - the URL stays one argument", "[hooks][argv]")
 {
     Hook snapshot_hook;
     snapshot_hook.event = "Snapshot";

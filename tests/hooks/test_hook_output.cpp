@@ -54,7 +54,7 @@ TEST_CASE("hooks: an ArchiveResult record with all fields", "[hooks][output]")
     CHECK(out.lines == 3);
 }
 
-TEST_CASE("hooks: whatever the chunking, the result is the same", "[hooks][output]")
+TEST_CASE("hooks: whatever the chunking - the result is the same", "[hooks][output]")
 {
     std::string text = "log line\r\n  {\"type\":\"Snapshot\",\"url\":\"https://a.example/\"}\r\n"
                        "{\"type\":\"ArchiveResult\",\"status\":\"failed\",\"error\":\"boom\"}";  // no final newline
@@ -117,7 +117,7 @@ TEST_CASE("hooks: ArchiveResult field validation", "[hooks][output]")
     CHECK(first_error(R"({"type":"ArchiveResult","status":"noresults","output_json":[1,"a",null]})").empty());
 }
 
-TEST_CASE("hooks: Snapshot records: URLs, titles, malformed ones noted", "[hooks][output]")
+TEST_CASE("hooks: Snapshot records: URLs - titles - malformed ones noted", "[hooks][output]")
 {
     HookOutput out = parse(R"({"type":"Snapshot","url":"https://a/","title":"A"})"
                            "\n"
@@ -156,7 +156,7 @@ TEST_CASE("hooks: overlong URLs and titles are dropped", "[hooks][output]")
     CHECK(out.notes.size() == 2);
 }
 
-TEST_CASE("hooks: at most 10,000 discovered URLs are kept", "[hooks][output]")
+TEST_CASE("hooks: at most 10 - 000 discovered URLs are kept", "[hooks][output]")
 {
     HookOutputParser parser;
     for (int i = 0; i < 10050; ++i) {
@@ -196,7 +196,7 @@ TEST_CASE("hooks: hostile input: invalid UTF-8 in a record rejects it", "[hooks]
     CHECK(out.errors.size() == 1);
 }
 
-TEST_CASE("hooks: hostile input: lines over 1 MiB are skipped, records among them still count", "[hooks][output]")
+TEST_CASE("hooks: hostile input: lines over 1 MiB are skipped - records among them still count", "[hooks][output]")
 {
     std::string huge(k_max_record_line_bytes + 10, 'x');
     std::string at_limit = "{\"type\":\"Snapshot\",\"title\":\"";

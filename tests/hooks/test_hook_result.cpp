@@ -57,7 +57,7 @@ TEST_CASE("hooks: a record with exit 0 is taken as is", "[hooks][result]")
           std::optional<std::string>("no network"));
 }
 
-TEST_CASE("hooks: a record that disagrees with a failing exit fails, mentioning the exit", "[hooks][result]")
+TEST_CASE("hooks: a record that disagrees with a failing exit fails - mentioning the exit", "[hooks][result]")
 {
     HookResult r = decide_hook_result(with_record("succeeded"), HookEnd::exited(3));
     CHECK(r.status == HookStatus::failed);

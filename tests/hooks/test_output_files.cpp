@@ -9,7 +9,7 @@ using namespace orch;
 using orch::test::TempTree;
 namespace fs = std::filesystem;
 
-TEST_CASE("hooks: lists regular files recursively with sizes, sorted", "[hooks][files]")
+TEST_CASE("hooks: lists regular files recursively with sizes - sorted", "[hooks][files]")
 {
     TempTree t;
     t.write("out/index.html", "12345");

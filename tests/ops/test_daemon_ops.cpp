@@ -76,7 +76,7 @@ std::string scrape(std::uint16_t port)
 
 } // namespace
 
-TEST_CASE("ops: the daemon says READY=1 after recovery with its row running, STOPPING=1 on SIGTERM, and serves "
+TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - STOPPING=1 on SIGTERM - and serves "
           "metrics meanwhile",
           "[ops][daemon]")
 {

@@ -64,7 +64,7 @@ std::string http(std::uint16_t port, const std::string& request)
 
 } // namespace
 
-TEST_CASE("metrics: the registry renders strict Prometheus text (HELP/TYPE, escaping, cumulative buckets)", "[ops][metrics]")
+TEST_CASE("metrics: the registry renders strict Prometheus text (HELP/TYPE - escaping - cumulative buckets)", "[ops][metrics]")
 {
     auto registry = sample_registry();
     auto& r = *registry;
@@ -105,7 +105,7 @@ TEST_CASE("metrics: the parser used by these tests rejects malformed exposition"
     CHECK_NOTHROW(parse_prometheus("# HELP x h\n# TYPE x gauge\nx{a=\"b\"} 1\n"));
 }
 
-TEST_CASE("metrics: the HTTP server answers GET /metrics only, closes, and bounds requests", "[ops][metrics]")
+TEST_CASE("metrics: the HTTP server answers GET /metrics only - closes - and bounds requests", "[ops][metrics]")
 {
     auto registry = sample_registry();
     MetricsServer server("127.0.0.1:0", [registry] { return registry->render(); });

@@ -8,7 +8,7 @@
 using namespace orch::test;
 using namespace orch::test::ops_ids;
 
-TEST_CASE("ops: cancel seals a crawl nobody runs, and only requests it for a leased one", "[ops]")
+TEST_CASE("ops: cancel seals a crawl nobody runs - and only requests it for a leased one", "[ops]")
 {
     OpsTree tree;
     auto r = tree.run({"cancel", c2});
@@ -34,7 +34,7 @@ TEST_CASE("ops: cancel seals a crawl nobody runs, and only requests it for a lea
     CHECK(tree.run({"cancel", "not-an-id"}).exit_code == 7);
 }
 
-TEST_CASE("ops: retry refuses running work and queues failed results, snapshots and the crawl again", "[ops]")
+TEST_CASE("ops: retry refuses running work and queues failed results - snapshots and the crawl again", "[ops]")
 {
     OpsTree tree;
     auto running = tree.run({"retry", s2});
@@ -74,7 +74,7 @@ TEST_CASE("ops: retry refuses running work and queues failed results, snapshots 
     CHECK(tree.run({"retry", "bad"}).exit_code == 7);
 }
 
-TEST_CASE("ops: prune deletes old exited rows and their logs, never live rows, lease owners or parents of live rows",
+TEST_CASE("ops: prune deletes old exited rows and their logs - never live rows - lease owners or parents of live rows",
           "[ops]")
 {
     OpsTree tree;

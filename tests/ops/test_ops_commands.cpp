@@ -10,7 +10,7 @@ using namespace orch::test;
 using namespace orch::test::ops_ids;
 using nlohmann::json;
 
-TEST_CASE("ops: status reports a live orchestrator, queues, workers and failures, with LSB exit codes", "[ops]")
+TEST_CASE("ops: status reports a live orchestrator - queues - workers and failures - with LSB exit codes", "[ops]")
 {
     OpsTree tree;
     auto r = tree.run({"status"});
@@ -57,7 +57,7 @@ TEST_CASE("ops: status reports a live orchestrator, queues, workers and failures
     CHECK(down.err.find("cannot connect to PostgreSQL") != std::string::npos);
 }
 
-TEST_CASE("ops: ps prints the live tree in order, --all adds exited rows, --crawl-id filters", "[ops]")
+TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --crawl-id filters", "[ops]")
 {
     OpsTree tree;
     // Not a terminal: JSON lines by default.
@@ -114,7 +114,7 @@ TEST_CASE("ops: ps prints the live tree in order, --all adds exited rows, --craw
     CHECK(bad.err.find("not a valid id") != std::string::npos);
 }
 
-TEST_CASE("ops: logs prints a log, its last lines, the stored tail of a gone file, and follows", "[ops]")
+TEST_CASE("ops: logs prints a log - its last lines - the stored tail of a gone file - and follows", "[ops]")
 {
     OpsTree tree;
     auto r = tree.run({"logs", h2, "--stderr"});
@@ -143,7 +143,7 @@ TEST_CASE("ops: logs prints a log, its last lines, the stored tail of a gone fil
     CHECK(follow.exit_code() == 0);
 }
 
-TEST_CASE("ops: show crawl and show snapshot with per-hook results, text and JSON, and id errors", "[ops]")
+TEST_CASE("ops: show crawl and show snapshot with per-hook results - text and JSON - and id errors", "[ops]")
 {
     OpsTree tree;
     auto r = tree.run({"show", "crawl", c1});

@@ -28,7 +28,7 @@ struct RoleName {
 
 } // namespace
 
-TEST_CASE("ops: the reader role selects every ops view and nothing else, read-only with a timeout", "[ops]")
+TEST_CASE("ops: the reader role selects every ops view and nothing else - read-only with a timeout", "[ops]")
 {
     RoleName role;
     OpsTree tree; // destroyed first

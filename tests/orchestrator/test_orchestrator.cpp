@@ -154,3 +154,50 @@ TEST_CASE("orchestrator: an unreachable database exits 4 with a clear message", 
     CHECK(p->exit_code() == 4);
     CHECK_THAT(p->err(), Catch::Contains("nonexistent-orch-test") || Catch::Contains("connect"));
 }
+
+TEST_CASE("orchestrator: a crawl whose worker keeps failing is retried with growing backoff - no hot loop",
+          "[orchestrator][backoff]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    auto bad = f.add_crawl({"http://bad-config.test/"});
+    // Valid when the orchestrator starts (it checks plugin config with no crawl
+    // config), refused by the crawl worker: a wrong type in this crawl's config.
+    f.exec("UPDATE crawl SET config = '{\"plugins\": {\"quick\": {\"timeout\": \"soon\"}}}' WHERE id = " +
+           f.quote(bad));
+    auto worker_rows = [&] {
+        return f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + f.quote(bad));
+    };
+
+    SECTION("a daemon keeps serving other crawls and respawns the failing one ever more slowly")
+    {
+        auto d = f.start({"--daemon"});
+        REQUIRE(f.wait_registered(d->pid()));
+        REQUIRE(eventually([&] { return worker_rows() >= 1; }, 10s));
+        auto good = f.add_crawl({"http://good.test/"});
+        REQUIRE(eventually([&] { return f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(good)) == "sealed"; },
+                           30s));
+        std::this_thread::sleep_for(8s);
+        // Backoff 2 s, 4 s, 8 s...: at most 4 attempts in the first ~10 s (a hot loop made hundreds).
+        auto spawned = worker_rows();
+        MEASURE("failing crawl: " << spawned << " crawl_worker spawns in ~10 s of daemon time");
+        CHECK(spawned >= 2);
+        CHECK(spawned <= 4);
+        CHECK(f.scalar("SELECT status <> 'sealed' AND lease_owner IS NULL AND retry_at > now() FROM crawl "
+                       "WHERE id = " + f.quote(bad)) == "t");
+        d->signal(SIGTERM);
+        REQUIRE(d->wait_for(10s));
+        CHECK(d->exit_code() == 0);
+    }
+    SECTION("a one-shot run stops with exit 3 and names the crawl")
+    {
+        auto p = f.start();
+        REQUIRE(p->wait_for(30s));
+        INFO(describe(*p));
+        CHECK(p->exit_code() == 3);
+        CHECK(p->err().find(bad) != std::string::npos);
+        CHECK(worker_rows() == 1);
+        CHECK(f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(bad)) != "sealed");
+    }
+    CHECK(f.wait_no_leftovers().empty());
+}

@@ -49,7 +49,7 @@ std::map<std::string, int> starts_per_hook(const std::vector<HookRun>& runs)
 
 } // namespace
 
-TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl, a new orchestrator finishes without rerunning "
+TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl - a new orchestrator finishes without rerunning "
           "succeeded hooks",
           "[orchestrator][recovery]")
 {

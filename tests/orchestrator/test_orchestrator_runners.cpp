@@ -107,7 +107,7 @@ TEST_CASE("orchestrator: one runner per machine and data directory and --takeove
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("orchestrator: two machines on one database share 50 crawls, each sealed once, nothing run twice at once",
+TEST_CASE("orchestrator: two machines on one database share 50 crawls - each sealed once - nothing run twice at once",
           "[orchestrator][runners]")
 {
     OrchFixture f;

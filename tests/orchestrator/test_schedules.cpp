@@ -66,6 +66,9 @@ TEST_CASE("cron: aliases steps ranges lists and intervals", "[orchestrator][sche
     CHECK(next_run("30 6 1,15 * *", t) == utc(2024, 1, 15, 6, 30));
     CHECK(next_run("0 0 * * 7", t) == utc(2024, 1, 7, 0, 0));          // 7 is Sunday too
     CHECK(next_run("0 0 13 * 5", t) == utc(2024, 1, 12, 0, 0));        // day or weekday: Friday the 12th first
+    // "*/1" in a day field is unrestricted (Vixie cron): weekday alone decides.
+    CHECK(next_run("0 0 */1 * 1", t) == utc(2024, 1, 8, 0, 0));
+    CHECK(next_run("0 0 13 * */1", t) == utc(2024, 1, 13, 0, 0));
     CHECK(next_run("0 0 29 2 *", utc(2024, 3, 1, 0, 0)) == utc(2028, 2, 29, 0, 0));
     CHECK(next_run("* * * * *", utc(2024, 12, 31, 23, 59)) == utc(2025, 1, 1, 0, 0));
     CHECK(next_run("  0   12 * * *  ", t) == utc(2024, 1, 6, 12, 0)); // extra blanks
@@ -98,7 +101,7 @@ TEST_CASE("cron: invalid expressions are refused with a clear error", "[orchestr
     CHECK_THAT(parse_error("@every -5m"), Catch::Contains("invalid interval"));
 }
 
-TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchestrators running (list, disable, enable)",
+TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchestrators running (list - disable - enable)",
           "[orchestrator][schedules]")
 {
     OrchFixture f;

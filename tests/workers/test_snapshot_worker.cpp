@@ -66,7 +66,7 @@ void run_parallel_step(WorkerFixture& f, const std::string& parallelism)
 
 } // namespace
 
-TEST_CASE("snapshot_worker: hooks of two plugins interleave by step, then by name", "[snapshot_worker]")
+TEST_CASE("snapshot_worker: hooks of two plugins interleave by step - then by name", "[snapshot_worker]")
 {
     WorkerFixture f;
     auto snap = f.add_simple_snapshot();
@@ -96,7 +96,7 @@ TEST_CASE("snapshot_worker: hooks of two plugins interleave by step, then by nam
     CHECK(f.scalar("SELECT lease_owner IS NULL FROM snapshot WHERE id = $1", {snap}) == "t");
 }
 
-TEST_CASE("snapshot_worker: with HOOK_PARALLELISM=2 a step's hooks overlap, the next step waits", "[snapshot_worker]")
+TEST_CASE("snapshot_worker: with HOOK_PARALLELISM=2 a step's hooks overlap - the next step waits", "[snapshot_worker]")
 {
     WorkerFixture f;
     run_parallel_step(f, "2");
@@ -205,7 +205,7 @@ echo 'trailing noise'
     }
 }
 
-TEST_CASE("snapshot_worker: a non-executable hook and a missing interpreter fail, others still run",
+TEST_CASE("snapshot_worker: a non-executable hook and a missing interpreter fail - others still run",
           "[snapshot_worker]")
 {
     WorkerFixture f;
@@ -263,11 +263,11 @@ TEST_CASE("snapshot_worker: a hook printing 200 MB: the worker survives with fla
     auto on_disk = static_cast<std::uint64_t>(st.st_blocks) * 512;
     INFO("stdout log " << log << ": " << st.st_size << " bytes written, " << on_disk << " on disk");
     CHECK(static_cast<std::uint64_t>(st.st_size) > 190'000'000u);
-    // The bound is checked every 250 ms, so a fast writer may overshoot it by what it writes meanwhile.
-    CHECK(on_disk <= 64u * 1024 * 1024 + 64u * 1024 * 1024);
+    // Checked every 250 ms while the hook writes, and once more when it has exited.
+    CHECK(on_disk <= 65u * 1024 * 1024);
 }
 
-TEST_CASE("snapshot_worker: background hooks are collected when they exit, torn down with their children at the end",
+TEST_CASE("snapshot_worker: background hooks are collected when they exit - torn down with their children at the end",
           "[snapshot_worker]")
 {
     auto containment = GENERATE(as<std::string>{}, "", "fallback");
@@ -321,7 +321,7 @@ while :; do sleep 0.1; done
     }
 }
 
-TEST_CASE("snapshot_worker: discovered URLs become child snapshots at depth+1, filtered and deduplicated",
+TEST_CASE("snapshot_worker: discovered URLs become child snapshots at depth+1 - filtered and deduplicated",
           "[snapshot_worker]")
 {
     WorkerFixture f;
@@ -407,7 +407,7 @@ EOF
     }
 }
 
-TEST_CASE("snapshot_worker: a URL with shell metacharacters reaches the hook as one argument, no secrets reach it",
+TEST_CASE("snapshot_worker: a URL with shell metacharacters reaches the hook as one argument - no secrets reach it",
           "[snapshot_worker]")
 {
     WorkerFixture f;
@@ -472,7 +472,7 @@ TEST_CASE("snapshot_worker: a URL with shell metacharacters reaches the hook as 
     }
 }
 
-TEST_CASE("snapshot_worker: unknown or malformed ids fail with distinct codes, a sealed snapshot runs nothing",
+TEST_CASE("snapshot_worker: unknown or malformed ids fail with distinct codes - a sealed snapshot runs nothing",
           "[snapshot_worker]")
 {
     WorkerFixture f;
@@ -499,7 +499,7 @@ TEST_CASE("snapshot_worker: unknown or malformed ids fail with distinct codes, a
     CHECK(f.scalar("SELECT count(*) FROM archive_result") == "0");
 }
 
-TEST_CASE("snapshot_worker: a hook whose output directory cannot be made fails, the others run and it seals",
+TEST_CASE("snapshot_worker: a hook whose output directory cannot be made fails - the others run and it seals",
           "[snapshot_worker]")
 {
     WorkerFixture f;

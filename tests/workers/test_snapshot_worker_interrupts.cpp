@@ -59,7 +59,7 @@ TEST_CASE("snapshot_worker: of two workers started together for one snapshot exa
                    "WHERE process_type = 'worker' AND status = 'exited'") == "0,8");
 }
 
-TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing, tears down its hook and exits 8",
+TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing - tears down its hook and exits 8",
           "[snapshot_worker][lease]")
 {
     WorkerFixture f;
@@ -91,7 +91,7 @@ TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing, te
     CHECK(left.empty());
 }
 
-TEST_CASE("snapshot_worker: after SIGKILL mid-hook, recovery and a rerun seal the snapshot without rerunning "
+TEST_CASE("snapshot_worker: after SIGKILL mid-hook - recovery and a rerun seal the snapshot without rerunning "
           "succeeded hooks",
           "[snapshot_worker][crash]")
 {
@@ -154,7 +154,7 @@ TEST_CASE("snapshot_worker: after SIGKILL mid-hook, recovery and a rerun seal th
     CHECK(f.wait_no_leftovers().empty());
 }
 
-TEST_CASE("snapshot_worker: SIGTERM tears down the running hook, requeues it, releases the lease, exits 10",
+TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - releases the lease - exits 10",
           "[snapshot_worker][sigterm]")
 {
     WorkerFixture f;
