@@ -25,6 +25,13 @@ public:
     // sealed or paused. Commits its own transaction.
     static std::optional<Lease> claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                       const std::string& owner, std::chrono::seconds ttl);
+    // Takes up a lease already granted to `owner` by a batched claim on its behalf
+    // (claim_due_snapshots): renews it without counting another attempt. Returns
+    // nullopt when `owner` does not hold it (never claimed for it, expired and taken,
+    // or the item was sealed); then use claim(). Commits its own transaction without
+    // waiting for the WAL flush (it only moves the expiry; see lease.cpp).
+    static std::optional<Lease> adopt(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                      const std::string& owner, std::chrono::seconds ttl);
 
     // Extends the lease. False when it was lost (expired and taken, or cleared).
     bool renew(pqxx::connection& conn);

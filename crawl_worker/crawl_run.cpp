@@ -5,7 +5,9 @@
 #include "common/hook_argv.hpp"
 #include "common/hook_env.hpp"
 #include "common/log.hpp"
+#include "common/random_id.hpp"
 #include "common/recovery.hpp"
+#include "common/snapshot_claims.hpp"
 
 #include <fmt/format.h>
 
@@ -217,25 +219,38 @@ void CrawlRun::spawn_due_workers()
     for (const auto& [row, snap] : m_workers) {
         running.push_back(snap);
     }
-    for (const auto& snapshot_id : m_store.due_snapshots(m_ctx.max_workers - m_workers.size(), running)) {
+    // The workers' process row ids exist before the workers: each due snapshot is
+    // leased to its worker's row in one batched claim, and the worker adopts it.
+    std::vector<std::string> owners;
+    for (std::size_t i = m_workers.size(); i < m_ctx.max_workers; ++i) {
+        owners.push_back(random_uuid());
+    }
+    auto claims = claim_due_snapshots(m_conn, m_ctx.crawl.id, m_lease.owner(), owners, m_lease.ttl(), running);
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        const auto& claim = claims[i];
         LaunchRequest req;
-        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", snapshot_id};
+        req.row_id = claim.owner;
+        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id};
         req.argv.insert(req.argv.end(), m_ctx.worker_args.begin(), m_ctx.worker_args.end());
         req.env = m_ctx.worker_env;
         req.private_env = m_ctx.worker_private_env;
         req.pwd = m_ctx.data_dir;
-        req.log_dir = m_ctx.data_dir / "snapshots" / snapshot_id;
+        req.log_dir = m_ctx.data_dir / "snapshots" / claim.snapshot_id;
         req.name = "snapshot_worker";
         req.process_type = "worker";
         req.crawl_id = m_ctx.crawl.id;
-        req.snapshot_id = snapshot_id;
+        req.snapshot_id = claim.snapshot_id;
         auto result = m_supervisor.launch(req);
         if (!result.started()) {
+            // Nothing runs the claims not started yet: give them back before failing.
+            for (std::size_t j = i; j < claims.size(); ++j) {
+                return_unstarted_claim(m_conn, claims[j]);
+            }
             throw Error(ExitCode::internal_error,
                         fmt::format("cannot start snapshot_worker: {}", result.failure->message));
         }
-        m_workers[result.row_id] = snapshot_id;
-        log::debug("snapshot worker started", {{"snapshot", snapshot_id}, {"process", result.row_id}});
+        m_workers[result.row_id] = claim.snapshot_id;
+        log::debug("snapshot worker started", {{"snapshot", claim.snapshot_id}, {"process", result.row_id}});
     }
 }
 

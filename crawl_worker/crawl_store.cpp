@@ -71,23 +71,6 @@ int CrawlStore::create_seed_snapshots(const std::vector<std::string>& urls, std:
     return static_cast<int>(r.size());
 }
 
-std::vector<std::string> CrawlStore::due_snapshots(std::size_t limit, const std::vector<std::string>& running)
-{
-    pqxx::read_transaction tx(m_conn);
-    auto r = tx.exec_params("SELECT id FROM snapshot "
-                            "WHERE crawl_id = $1 AND status IN ('queued', 'started') "
-                            "  AND (lease_owner IS NULL OR lease_expires_at < now()) "
-                            "  AND coalesce(retry_at, now()) <= now() "
-                            "  AND NOT (id::text IN (SELECT jsonb_array_elements_text($2::jsonb))) "
-                            "ORDER BY depth, retry_at, created_at LIMIT $3",
-                            m_crawl_id, json_text(nlohmann::json(running)), static_cast<long>(limit));
-    std::vector<std::string> out;
-    for (const auto& row : r) {
-        out.push_back(row[0].as<std::string>());
-    }
-    return out;
-}
-
 long CrawlStore::unsealed_count()
 {
     pqxx::read_transaction tx(m_conn);

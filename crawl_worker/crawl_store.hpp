@@ -33,9 +33,7 @@ public:
 
     // Depth-0 snapshots for the crawl's URLs (idempotent, honours max_urls).
     int create_seed_snapshots(const std::vector<std::string>& urls, std::optional<int> max_urls);
-    // Unsealed snapshots that no live lease holds and that are due, oldest/shallowest
-    // first, excluding `running` (snapshot ids we already run). At most `limit`.
-    std::vector<std::string> due_snapshots(std::size_t limit, const std::vector<std::string>& running);
+    // (Due snapshots are claimed in batches by claim_due_snapshots, common/snapshot_claims.hpp.)
     // Unsealed snapshots left (any lease state).
     long unsealed_count();
     // Whether cancellation was requested.

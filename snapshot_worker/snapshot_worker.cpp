@@ -72,7 +72,12 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
 
     ExitCode code = ExitCode::internal_error;
     try {
-        auto lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
+        // Spawned by a crawl worker, our adopted row already holds the lease (claimed in
+        // a batch, attempt counted); run by hand, we claim it ourselves.
+        auto lease = Lease::adopt(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
+        if (!lease) {
+            lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
+        }
         if (!lease) {
             log::warn("snapshot is leased by another worker (or no longer runnable); not running it");
             code = ExitCode::lease_lost;

@@ -1,13 +1,16 @@
 // Row 3 of scripts/bench: claim + complete of snapshot rows, queue only (no
 // processes), 8 clients, each draining its own crawl as a crawl_worker does.
-//   ours:     CrawlStore::due_snapshots + Lease::claim + SnapshotStore::seal
-//             (the statements the crawl and snapshot workers run per snapshot);
-//   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... FOR UPDATE
-//             SKIP LOCKED LIMIT k) RETURNING, and a raw complete (UPDATE ... = ANY).
+//   ours:     claim_due_snapshots (the crawl worker's batched claim, k owners per
+//             statement) + Lease::adopt + SnapshotStore::seal per item (what each
+//             snapshot worker runs): the statements the workers run per snapshot;
+//   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... ORDER BY the
+//             same keys FOR UPDATE SKIP LOCKED LIMIT k) RETURNING, and a raw complete
+//             (UPDATE ... = ANY), on the same indexes.
 // Single-item (k = 1) and batched (k = 50), on a queue of 1k and of `large` due rows.
 // Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items]
 #include "common/lease.hpp"
-#include "crawl_worker/crawl_store.hpp"
+#include "common/random_id.hpp"
+#include "common/snapshot_claims.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/support/pg_fixture.hpp"
@@ -26,6 +29,12 @@ namespace {
 constexpr int k_clients = 8;
 constexpr int k_batch = 50;
 
+// The (fixed) process row id of the crawl worker that holds client c's crawl.
+std::string crawl_owner(int c)
+{
+    return "00000000-0000-4000-8000-00000000000" + std::to_string(c);
+}
+
 // One crawl per client with `per_crawl` due snapshots each; returns the crawl ids.
 std::vector<std::string> fill(pqxx::connection& conn, long per_crawl)
 {
@@ -33,8 +42,11 @@ std::vector<std::string> fill(pqxx::connection& conn, long per_crawl)
     tx.exec0("TRUNCATE crawl CASCADE");
     std::vector<std::string> crawls;
     for (int c = 0; c < k_clients; ++c) {
-        auto id = tx.exec1("INSERT INTO crawl (urls, status, started_at) VALUES ('{https://example.com/}', 'started', "
-                           "now()) RETURNING id")[0]
+        // Leased, as by the crawl worker draining it (the batched claim is fenced on it).
+        auto id = tx.exec_params1("INSERT INTO crawl (urls, status, started_at, lease_owner, lease_expires_at) "
+                                  "VALUES ('{https://example.com/}', 'started', now(), $1, now() + interval '1 day') "
+                                  "RETURNING id",
+                                  crawl_owner(c))[0]
                       .as<std::string>();
         tx.exec_params0("INSERT INTO snapshot (crawl_id, url) "
                         "SELECT $1, 'https://example.com/' || g FROM generate_series(1, $2) g",
@@ -61,20 +73,27 @@ using Client = std::function<long(pqxx::connection&, const std::string& crawl, l
 
 long ours(pqxx::connection& conn, const std::string& crawl, long quota, std::size_t batch)
 {
-    CrawlStore crawls(conn, crawl);
-    const std::string owner = pqxx::nontransaction(conn).exec1("SELECT gen_random_uuid()")[0].as<std::string>();
+    const std::string crawl_worker =
+        pqxx::nontransaction(conn).exec_params1("SELECT lease_owner FROM crawl WHERE id = $1", crawl)[0].as<std::string>();
+    const auto ttl = std::chrono::seconds(30);
     long done = 0;
     while (quota == 0 || done < quota) {
-        auto due = crawls.due_snapshots(batch, {});
-        if (due.empty()) {
+        // The crawl worker: one worker row id per free slot, one batched claim.
+        std::vector<std::string> owners;
+        for (std::size_t i = 0; i < batch; ++i) {
+            owners.push_back(random_uuid());
+        }
+        auto claims = claim_due_snapshots(conn, crawl, crawl_worker, owners, ttl);
+        if (claims.empty()) {
             break;
         }
-        for (const auto& id : due) {
-            if (!Lease::claim(conn, LeaseTable::snapshot, id, owner, std::chrono::seconds(30))) {
+        // Each snapshot worker: adopt the lease held by its row, run, seal.
+        for (const auto& claim : claims) {
+            if (!Lease::adopt(conn, LeaseTable::snapshot, claim.snapshot_id, claim.owner, ttl)) {
                 continue;
             }
-            SnapshotStore store(conn, id);
-            store.set_owner(owner);
+            SnapshotStore store(conn, claim.snapshot_id);
+            store.set_owner(claim.owner);
             store.seal();
             ++done;
         }
@@ -92,7 +111,7 @@ long raw(pqxx::connection& conn, const std::string& crawl, long quota, long batc
             " status = 'started', attempts = attempts + 1 "
             "FROM (SELECT id FROM snapshot WHERE crawl_id = $1 AND status IN ('queued', 'started') "
             "      AND retry_at <= now() AND lease_owner IS NULL "
-            "      ORDER BY retry_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED) due "
+            "      ORDER BY depth, retry_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED) due "
             "WHERE s.id = due.id RETURNING s.id",
             crawl, batch);
         claim.commit();

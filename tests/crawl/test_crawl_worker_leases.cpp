@@ -28,6 +28,10 @@ TEST_CASE("crawl_worker: a second worker for a crawl that is running exits 8 and
     REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
     auto owner = f.scalar("SELECT lease_owner FROM crawl WHERE id = " + f.quote(id));
     REQUIRE(!owner.empty());
+    // Claimed in one batch for the workers' rows, adopted by the workers: one attempt each.
+    CHECK(f.count("SELECT count(*) FROM snapshot s JOIN process p ON p.id = s.lease_owner "
+                  "WHERE p.snapshot_id = s.id AND p.worker_type = 'snapshot' AND p.parent_id = " + f.quote(owner) +
+                  " AND s.attempts = 1 AND s.status = 'started'") == 2);
 
     auto second = f.run(id, {}, 30s);
     INFO(second->output());

@@ -1,0 +1,79 @@
+#include "common/snapshot_claims.hpp"
+
+namespace orch {
+namespace {
+
+// A text[] / uuid[] parameter. Elements are ids we generated or read back from the
+// database, passed as one parameter value, never spliced into the statement.
+std::string array_literal(const std::vector<std::string>& ids)
+{
+    std::string out = "{";
+    for (const auto& id : ids) {
+        if (out.size() > 1) {
+            out += ',';
+        }
+        out += '"' + id + '"';
+    }
+    return out + "}";
+}
+
+// The CTE with FOR UPDATE SKIP LOCKED picks the rows (index snapshot_claim_idx,
+// migrations/0003); row_number may not share a SELECT with FOR UPDATE, so the
+// pairing with the owners happens in the next CTE. The crawl fence row is locked
+// FOR SHARE: a concurrent lease change or cancel request waits for our commit.
+constexpr const char* k_claim_sql =
+    "WITH picked AS ("
+    "  SELECT s.id FROM snapshot s "
+    "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
+    "    AND (s.lease_owner IS NULL OR s.lease_expires_at < now()) "
+    "    AND coalesce(s.retry_at, now()) <= now() "
+    "    AND NOT (s.id = ANY($5::uuid[])) "
+    "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
+    "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
+    "  ORDER BY s.depth, s.retry_at, s.created_at "
+    "  LIMIT cardinality($3::uuid[]) FOR UPDATE OF s SKIP LOCKED), "
+    "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
+    "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)) "
+    "UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
+    "  status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
+    "  started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
+    "FROM numbered JOIN owners ON owners.n = numbered.n "
+    "WHERE s.id = numbered.id "
+    "RETURNING s.id, s.lease_owner, s.attempts, numbered.n";
+
+} // namespace
+
+std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
+                                                 const std::string& crawl_owner,
+                                                 const std::vector<std::string>& owners, std::chrono::seconds ttl,
+                                                 const std::vector<std::string>& exclude)
+{
+    std::vector<ClaimedSnapshot> out;
+    if (owners.empty()) {
+        return out;
+    }
+    pqxx::work tx(conn);
+    auto r = tx.exec_params(k_claim_sql, crawl_id, crawl_owner, array_literal(owners),
+                            static_cast<double>(ttl.count()), array_literal(exclude));
+    tx.commit();
+    out.resize(r.size());
+    for (const auto& row : r) {
+        // RETURNING has no order: the owner index restores the claim order.
+        auto i = row[3].as<std::size_t>() - 1;
+        out[i] = ClaimedSnapshot{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int>()};
+    }
+    return out;
+}
+
+bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim)
+{
+    pqxx::work tx(conn);
+    auto r = tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                            " attempts = greatest(attempts - 1, 0), modified_at = now() "
+                            "WHERE id = $1 AND lease_owner = $2 AND status <> 'sealed' RETURNING 1",
+                            claim.snapshot_id, claim.owner);
+    tx.commit();
+    return !r.empty();
+}
+
+} // namespace orch

@@ -1,0 +1,41 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+namespace orch {
+
+// One snapshot leased by claim_due_snapshots, and the process row that now holds it.
+struct ClaimedSnapshot {
+    std::string snapshot_id;
+    std::string owner; // the process row id it was claimed for (lease_owner)
+    int attempts = 0;  // after this claim
+};
+
+// Batched claim of the due snapshots of one crawl, on behalf of workers that do
+// not run yet. In one statement, for the holder of the crawl's lease
+// (`crawl_owner`; fencing: nothing is claimed once that lease is lost), claims up
+// to owners.size() snapshots of `crawl_id` that are unsealed, due (retry_at passed),
+// whose lease is free or expired and that are not in `exclude`, shallowest and
+// oldest first, skipping rows locked by a concurrent claimer (FOR UPDATE SKIP
+// LOCKED: two claimers never get the same row). Nothing is claimed while the crawl
+// is paused, sealed or has a cancellation requested. Each claimed snapshot is
+// leased to a distinct id of `owners` (process row ids; the rows may be created
+// later with these ids, see LaunchRequest::row_id) for `ttl`, moves from queued to
+// started and counts an attempt, exactly as Lease::claim does. The owner adopts it
+// with Lease::adopt, which does not count a second attempt. Commits its own
+// transaction; returns the claims made (possibly none), in claim order.
+std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
+                                                 const std::string& crawl_owner,
+                                                 const std::vector<std::string>& owners, std::chrono::seconds ttl,
+                                                 const std::vector<std::string>& exclude = {});
+
+// Gives back a claim whose worker never started (spawn failure): frees the lease,
+// makes the snapshot due now and takes back the attempt it counted. False if the
+// claim was no longer held by `claim.owner`.
+bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim);
+
+} // namespace orch

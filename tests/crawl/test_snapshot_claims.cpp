@@ -1,0 +1,223 @@
+// claim_due_snapshots (common/snapshot_claims.hpp), the crawl worker's batched
+// claim, against a real PostgreSQL: exclusivity under concurrency, the rows it must
+// not take, attempts, the owner rows, and adoption by the worker (Lease::adopt).
+
+#include "common/lease.hpp"
+#include "common/random_id.hpp"
+#include "common/snapshot_claims.hpp"
+#include "tests/support/pg_fixture.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <set>
+#include <thread>
+
+using namespace orch;
+using namespace orch::test;
+
+namespace {
+
+constexpr std::chrono::seconds k_ttl{30};
+
+struct ClaimFixture {
+    ScratchDatabase db;
+    std::unique_ptr<pqxx::connection> conn = db.connect();
+    std::string crawl_owner = random_uuid();
+    std::string crawl_id;
+
+    // A started crawl leased to `crawl_owner`, with `n` due snapshots (depth 0).
+    explicit ClaimFixture(int n)
+    {
+        pqxx::work tx(*conn);
+        crawl_id = tx.exec_params1("INSERT INTO crawl (urls, status, started_at, lease_owner, lease_expires_at) "
+                                   "VALUES ('{http://a.test/}', 'started', now(), $1, now() + interval '1 hour') "
+                                   "RETURNING id",
+                                   crawl_owner)[0]
+                       .as<std::string>();
+        tx.exec_params0("INSERT INTO snapshot (crawl_id, url, retry_at) "
+                        "SELECT $1, 'http://a.test/' || g, now() - interval '1 second' FROM generate_series(1, $2) g",
+                        crawl_id, n);
+        tx.commit();
+    }
+
+    std::string scalar(const std::string& sql)
+    {
+        pqxx::nontransaction tx(*conn);
+        auto r = tx.exec(sql);
+        return r.empty() || r[0][0].is_null() ? std::string() : r[0][0].as<std::string>();
+    }
+    void exec(const std::string& sql) { pqxx::nontransaction(*conn).exec0(sql); }
+    std::string quote(const std::string& v) { return conn->quote(v); }
+    std::string snapshot(int n) { return scalar("SELECT id FROM snapshot WHERE url = 'http://a.test/" + std::to_string(n) + "'"); }
+
+    static std::vector<std::string> owners(std::size_t n)
+    {
+        std::vector<std::string> out;
+        for (std::size_t i = 0; i < n; ++i) {
+            out.push_back(random_uuid());
+        }
+        return out;
+    }
+};
+
+} // namespace
+
+TEST_CASE("batched claim: leases up to N due snapshots to the given owners - started and one attempt each",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(5);
+    auto owners = ClaimFixture::owners(3);
+    auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, owners, k_ttl);
+    REQUIRE(claims.size() == 3);
+    std::set<std::string> ids;
+    for (std::size_t i = 0; i < claims.size(); ++i) {
+        CHECK(claims[i].owner == owners[i]);
+        CHECK(claims[i].attempts == 1);
+        ids.insert(claims[i].snapshot_id);
+        CHECK(f.scalar("SELECT status || '/' || attempts || '/' || lease_owner || '/' || (lease_expires_at > now()) "
+                       "|| '/' || (started_at IS NOT NULL) FROM snapshot WHERE id = " +
+                       f.quote(claims[i].snapshot_id)) == "started/1/" + owners[i] + "/true/true");
+    }
+    CHECK(ids.size() == 3);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NULL AND status = 'queued' AND attempts = 0") ==
+          "2");
+    // The rest, then nothing: leased rows are not claimed again.
+    CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(5), k_ttl).size() == 2);
+    CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(5), k_ttl).empty());
+}
+
+TEST_CASE("batched claim: the owner is a pre-created process row - the worker adopts without a second attempt",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(1);
+    f.exec("INSERT INTO machine (id, hostname, boot_id, cpu_count) VALUES ('m1', 'h', 'b', 1)");
+    auto row = f.scalar("INSERT INTO process (machine_id, process_type, worker_type, status) "
+                        "VALUES ('m1', 'worker', 'snapshot', 'queued') RETURNING id");
+    auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, {row}, k_ttl);
+    REQUIRE(claims.size() == 1);
+    CHECK(f.scalar("SELECT p.status FROM snapshot s JOIN process p ON p.id = s.lease_owner WHERE s.id = " +
+                   f.quote(claims[0].snapshot_id)) == "queued");
+    // Someone else's claim is refused; the owner's adoption keeps the attempt count.
+    CHECK_FALSE(Lease::claim(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, random_uuid(), k_ttl));
+    CHECK_FALSE(Lease::adopt(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, random_uuid(), k_ttl));
+    auto lease = Lease::adopt(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, row, k_ttl);
+    REQUIRE(lease);
+    CHECK(lease->attempts() == 1);
+    CHECK(f.scalar("SELECT attempts || '/' || lease_owner FROM snapshot WHERE id = " + f.quote(claims[0].snapshot_id)) ==
+          "1/" + row);
+    CHECK(lease->release(*f.conn));
+    // Run by hand later: nothing to adopt, a plain claim counts the next attempt.
+    CHECK_FALSE(Lease::adopt(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, row, k_ttl));
+    auto again = Lease::claim(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, row, k_ttl);
+    REQUIRE(again);
+    CHECK(again->attempts() == 2);
+}
+
+TEST_CASE("batched claim: sealed - leased - not yet due - excluded snapshots are not claimed - expired leases are",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(6);
+    auto live = random_uuid();
+    f.exec("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), retry_at = NULL "
+           "WHERE url = 'http://a.test/1'");
+    f.exec("UPDATE snapshot SET status = 'started', lease_owner = " + f.quote(live) +
+           ", lease_expires_at = now() + interval '1 hour' WHERE url = 'http://a.test/2'");
+    f.exec("UPDATE snapshot SET retry_at = now() + interval '1 hour' WHERE url = 'http://a.test/3'");
+    f.exec("UPDATE snapshot SET status = 'started', attempts = 1, lease_owner = gen_random_uuid(), "
+           "lease_expires_at = now() - interval '1 second' WHERE url = 'http://a.test/4'");
+    auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(10), k_ttl,
+                                      {f.snapshot(5)});
+    REQUIRE(claims.size() == 2);
+    std::set<std::string> got{claims[0].snapshot_id, claims[1].snapshot_id};
+    CHECK(got == std::set<std::string>{f.snapshot(4), f.snapshot(6)});
+    for (const auto& c : claims) {
+        CHECK(c.attempts == (c.snapshot_id == f.snapshot(4) ? 2 : 1));
+    }
+    CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE url = 'http://a.test/2'") == live);
+}
+
+TEST_CASE("batched claim: nothing is claimed for a paused or cancelled crawl - or without its crawl lease",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(3);
+    SECTION("paused")
+    {
+        f.exec("UPDATE crawl SET status = 'paused'");
+    }
+    SECTION("cancel requested")
+    {
+        f.exec("UPDATE crawl SET cancel_requested_at = now()");
+    }
+    SECTION("crawl lease lost to another worker")
+    {
+        f.exec("UPDATE crawl SET lease_owner = gen_random_uuid()");
+    }
+    CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(3), k_ttl).empty());
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NULL AND attempts = 0") == "3");
+}
+
+TEST_CASE("batched claim: concurrent claimers never get the same snapshot", "[snapshot_claims]")
+{
+    constexpr int k_rows = 400;
+    constexpr int k_claimers = 4;
+    ClaimFixture f(k_rows);
+    std::vector<std::vector<ClaimedSnapshot>> got(k_claimers);
+    std::atomic<bool> go{false};
+    std::vector<std::thread> threads;
+    for (int c = 0; c < k_claimers; ++c) {
+        threads.emplace_back([&, c] {
+            auto conn = f.db.connect();
+            while (!go) {
+                std::this_thread::yield();
+            }
+            // Batches of mixed sizes, until nothing is left.
+            for (std::size_t n = 1;; n = n % 7 + 1) {
+                auto claims = claim_due_snapshots(*conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(n), k_ttl);
+                if (claims.empty()) {
+                    pqxx::nontransaction tx(*conn);
+                    if (tx.exec1("SELECT count(*) FROM snapshot WHERE lease_owner IS NULL")[0].as<int>() == 0) {
+                        break;
+                    }
+                }
+                auto& mine = got[static_cast<std::size_t>(c)];
+                mine.insert(mine.end(), claims.begin(), claims.end());
+            }
+        });
+    }
+    go = true;
+    for (auto& t : threads) {
+        t.join();
+    }
+    std::set<std::string> ids;
+    std::size_t total = 0;
+    for (const auto& claims : got) {
+        total += claims.size();
+        for (const auto& c : claims) {
+            ids.insert(c.snapshot_id);
+            CHECK(c.attempts == 1);
+        }
+    }
+    CHECK(total == static_cast<std::size_t>(k_rows));
+    CHECK(ids.size() == static_cast<std::size_t>(k_rows));
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE attempts = 1 AND status = 'started'") == std::to_string(k_rows));
+    // Each snapshot's lease_owner is the owner its claimer was told about.
+    std::size_t matching = 0;
+    for (const auto& claims : got) {
+        for (const auto& c : claims) {
+            matching += f.scalar("SELECT lease_owner FROM snapshot WHERE id = " + f.quote(c.snapshot_id)) == c.owner;
+        }
+    }
+    CHECK(matching == static_cast<std::size_t>(k_rows));
+}
+
+TEST_CASE("batched claim: an unstarted claim is given back with its attempt", "[snapshot_claims]")
+{
+    ClaimFixture f(1);
+    auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(1), k_ttl);
+    REQUIRE(claims.size() == 1);
+    CHECK(return_unstarted_claim(*f.conn, claims[0]));
+    CHECK(f.scalar("SELECT attempts || '/' || coalesce(lease_owner::text, '-') FROM snapshot") == "0/-");
+    CHECK_FALSE(return_unstarted_claim(*f.conn, claims[0]));
+}
