@@ -75,7 +75,19 @@ std::string insert_sql(pqxx::work& tx, const NewRow& row, const std::string& sta
 // is written (asynchronously) before the setting is reset.
 constexpr const char* k_async_commit = "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
 
-// Text parameter for exec_params: nullptr is sent as SQL NULL.
+// Runs a bookkeeping statement prepared once per connection: a hook runs three
+// of them, and parsing and planning each anew cost more than executing it.
+// (Re-declaring an identical definition is a no-op in libpqxx; the statement is
+// prepared on the server at its first use on the connection.)
+template <typename... Args>
+void exec_prepared(pqxx::connection& conn, const std::string& name, const std::string& definition, Args&&... args)
+{
+    conn.prepare(name, definition);
+    pqxx::nontransaction tx(conn);
+    tx.exec_prepared0(name, std::forward<Args>(args)...);
+}
+
+// Text parameter: nullptr is sent as SQL NULL.
 const char* param(const std::optional<std::string>& value)
 {
     return value ? value->c_str() : nullptr;
@@ -106,8 +118,8 @@ void insert_queued(pqxx::connection& conn, const NewRow& row)
     const std::string cmd = nlohmann::json(row.cmd).dump();
     const std::string env = nlohmann::json(row.env).dump();
     const auto timeout_s = text(row.timeout_s);
-    pqxx::nontransaction tx(conn);
-    tx.exec_params0(std::string(
+    exec_prepared(conn, "process_table.insert_queued",
+                  std::string(
                         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
                         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
                         " crawl_id, snapshot_id, archive_result_id)"
@@ -132,8 +144,8 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
-    pqxx::nontransaction tx(conn);
-    tx.exec_params0(std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
+    exec_prepared(conn, "process_table.mark_running",
+                  std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
                                 " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
                         k_async_commit + " WHERE id = $1",
                     id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
@@ -144,8 +156,8 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
 {
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
-    pqxx::nontransaction tx(conn);
-    tx.exec_params0(std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
+    exec_prepared(conn, "process_table.mark_exited",
+                  std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
                                 " exit_code = COALESCE($2::integer, exit_code),"
                                 " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"
                                 " stdout_tail = COALESCE($5, stdout_tail), stderr_tail = COALESCE($6, stderr_tail)"
