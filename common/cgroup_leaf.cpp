@@ -7,6 +7,7 @@
 #include <csignal>
 #include <fstream>
 #include <thread>
+#include <utility>
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -61,6 +62,26 @@ CgroupLeaf CgroupLeaf::create(const std::filesystem::path& dir, Kind kind)
 CgroupLeaf CgroupLeaf::adopt(const std::filesystem::path& dir, Kind kind)
 {
     return CgroupLeaf(dir, kind);
+}
+
+CgroupLeaf::CgroupLeaf(CgroupLeaf&& other) noexcept
+    : m_dir(std::move(other.m_dir)), m_kind(other.m_kind), m_procs(std::move(other.m_procs)),
+      m_events(std::move(other.m_events)), m_removed(std::exchange(other.m_removed, true))
+{
+}
+
+CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& other) noexcept
+{
+    if (this != &other) {
+        // The leaf held so far is released as its destructor would.
+        CgroupLeaf released(std::move(*this));
+        m_dir = std::move(other.m_dir);
+        m_kind = other.m_kind;
+        m_procs = std::move(other.m_procs);
+        m_events = std::move(other.m_events);
+        m_removed = std::exchange(other.m_removed, true);
+    }
+    return *this;
 }
 
 CgroupLeaf::~CgroupLeaf()

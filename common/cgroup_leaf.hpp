@@ -23,8 +23,9 @@ public:
     // Takes ownership of an existing directory (crash recovery).
     static CgroupLeaf adopt(const std::filesystem::path& dir, Kind kind);
 
-    CgroupLeaf(CgroupLeaf&&) noexcept = default;
-    CgroupLeaf& operator=(CgroupLeaf&&) noexcept = default;
+    // A moved-from leaf owns nothing: its destructor touches no cgroup.
+    CgroupLeaf(CgroupLeaf&& other) noexcept;
+    CgroupLeaf& operator=(CgroupLeaf&& other) noexcept;
     CgroupLeaf(const CgroupLeaf&) = delete;
     CgroupLeaf& operator=(const CgroupLeaf&) = delete;
     ~CgroupLeaf();

@@ -10,6 +10,14 @@ namespace orch {
 
 std::uint64_t bound_log_file(const std::filesystem::path& path, std::uint64_t max_bytes)
 {
+    // Checked once per log per pass and per hook end, and nearly always within
+    // its bound: one lstat decides, without opening the file.
+    struct stat before{};
+    if (::lstat(path.c_str(), &before) != 0 || !S_ISREG(before.st_mode) ||
+        static_cast<std::uint64_t>(before.st_blocks) * 512 <= max_bytes ||
+        static_cast<std::uint64_t>(before.st_size) <= max_bytes / 2) {
+        return 0;
+    }
     Fd fd{::open(path.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW)};
     if (!fd) {
         return 0;

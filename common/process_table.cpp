@@ -67,9 +67,39 @@ std::string insert_sql(pqxx::work& tx, const NewRow& row, const std::string& sta
 //    synchronously, keeps the outcome).
 // Rows a caller needs durable before acting on them (a worker's own row, leases,
 // results) are not written through these functions.
-void async_commit(pqxx::work& tx)
+//
+// Each transition is one statement run in autocommit, so it costs one round
+// trip instead of four (BEGIN, SET LOCAL, statement, COMMIT). The setting rides
+// along as set_config(..., is_local => true) joined into the statement: it lasts
+// until the end of the statement's implicit transaction, and the commit record
+// is written (asynchronously) before the setting is reset.
+constexpr const char* k_async_commit = "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
+
+// Runs a bookkeeping statement prepared once per connection: a hook runs three
+// of them, and parsing and planning each anew cost more than executing it.
+// (Re-declaring an identical definition is a no-op in libpqxx; the statement is
+// prepared on the server at its first use on the connection.)
+template <typename... Args>
+void exec_prepared(pqxx::connection& conn, const std::string& name, const std::string& definition, Args&&... args)
 {
-    tx.exec0("SET LOCAL synchronous_commit = off");
+    conn.prepare(name, definition);
+    pqxx::nontransaction tx(conn);
+    tx.exec_prepared0(name, std::forward<Args>(args)...);
+}
+
+// Text parameter: nullptr is sent as SQL NULL.
+const char* param(const std::optional<std::string>& value)
+{
+    return value ? value->c_str() : nullptr;
+}
+
+template <typename T>
+std::optional<std::string> text(const std::optional<T>& value)
+{
+    if (!value) {
+        return std::nullopt;
+    }
+    return std::to_string(*value);
 }
 
 template <typename T>
@@ -85,10 +115,21 @@ std::optional<T> get(const pqxx::field& field)
 
 void insert_queued(pqxx::connection& conn, const NewRow& row)
 {
-    pqxx::work tx(conn);
-    async_commit(tx);
-    tx.exec0(insert_sql(tx, row, "queued"));
-    tx.commit();
+    const std::string cmd = nlohmann::json(row.cmd).dump();
+    const std::string env = nlohmann::json(row.env).dump();
+    const auto timeout_s = text(row.timeout_s);
+    exec_prepared(conn, "process_table.insert_queued",
+                  std::string(
+                        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
+                        " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
+                        " crawl_id, snapshot_id, archive_result_id)"
+                        " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
+                        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
+                        " $15::text, $16::uuid, $17::uuid, $18::uuid FROM ") + k_async_commit,
+                    row.id, row.machine_id, param(row.parent_id), row.process_type, cmd, env, param(row.pwd),
+                    param(timeout_s), param(row.cookie), param(row.containment), param(row.cgroup_path),
+                    param(row.stdout_path), param(row.stderr_path), param(row.plugin), param(row.hook_name),
+                    param(row.crawl_id), param(row.snapshot_id), param(row.archive_result_id));
 }
 
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)
@@ -102,25 +143,28 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
 {
-    pqxx::work tx(conn);
-    async_commit(tx);
-    tx.exec0("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(), " +
-             identity_assignments(tx, identity, pgid) + " WHERE id = " + tx.quote(id));
-    tx.commit();
+    const auto pidfs_ino = text(identity.pidfs_ino);
+    exec_prepared(conn, "process_table.mark_running",
+                  std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
+                                " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
+                        k_async_commit + " WHERE id = $1",
+                    id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
+                    pgid);
 }
 
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
 {
-    pqxx::work tx(conn);
-    async_commit(tx);
-    tx.exec0("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
-             " exit_code = COALESCE(" + sql(tx, end.exit_code) + "::integer, exit_code),"
-             " term_signal = COALESCE(" + sql(tx, end.term_signal) + "::integer, term_signal),"
-             " end_reason = " + tx.quote(end.end_reason) +
-             ", stdout_tail = COALESCE(" + sql(tx, end.stdout_tail) + ", stdout_tail)"
-             ", stderr_tail = COALESCE(" + sql(tx, end.stderr_tail) + ", stderr_tail)"
-             " WHERE id = " + tx.quote(id));
-    tx.commit();
+    const auto exit_code = text(end.exit_code);
+    const auto term_signal = text(end.term_signal);
+    exec_prepared(conn, "process_table.mark_exited",
+                  std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
+                                " exit_code = COALESCE($2::integer, exit_code),"
+                                " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"
+                                " stdout_tail = COALESCE($5, stdout_tail), stderr_tail = COALESCE($6, stderr_tail)"
+                                " FROM ") +
+                        k_async_commit + " WHERE id = $1",
+                    id, param(exit_code), param(term_signal), end.end_reason, param(end.stdout_tail),
+                    param(end.stderr_tail));
 }
 
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)

@@ -1,6 +1,7 @@
 #include "tests/common/supervision_fixture.hpp"
 
 #include "common/file_tail.hpp"
+#include "common/random_id.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -151,4 +152,29 @@ TEST_CASE("fd count stays flat and no zombies over 2000 launches", "[supervisor]
     }
     CHECK(open_fd_count() == fds_before);
     CHECK(zombie_children() == 0);
+}
+
+TEST_CASE("a moved cgroup leaf is removed once - by its owner - and assignment releases the old one", "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+    if (!sup.containment().uses_cgroups()) {
+        SUCCEED("no cgroup containment on this machine");
+        return;
+    }
+    auto first = sup.containment().create_leaf(sup.self_row_id(), random_uuid());
+    auto second = sup.containment().create_leaf(sup.self_row_id(), random_uuid());
+    const auto first_dir = first.path();
+    const auto second_dir = second.path();
+    {
+        CgroupLeaf moved(std::move(first)); // `first` is left owning nothing
+        first = std::move(moved);
+    }
+    CHECK(std::filesystem::exists(first_dir));
+    first = std::move(second); // the leaf `first` held is released
+    CHECK_FALSE(std::filesystem::exists(first_dir));
+    CHECK(std::filesystem::exists(second_dir));
+    CHECK(first.procs_fd() >= 0);
+    CHECK(first.remove());
+    CHECK_FALSE(std::filesystem::exists(second_dir));
 }

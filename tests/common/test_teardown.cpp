@@ -12,7 +12,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-const char* k_deaf = "trap '' TERM; while :; do sleep 1; done";
+// Says "ready" once SIGTERM is ignored, so a test can wait for that.
+const char* k_deaf = "trap '' TERM; echo ready; while :; do sleep 1; done";
 
 const char* mode_name(bool fallback) { return fallback ? "fallback" : "cgroup"; }
 
@@ -123,6 +124,12 @@ TEST_CASE("ten trees with different remaining timeouts: total is the largest - n
         auto req = fx.request({"sh", "-c", k_deaf}, "deaf" + std::to_string(i));
         req.timeout_s = 0.4 + 0.2 * i; // 0.4 .. 2.2 s
         timeouts[sup.launch(req).row_id] = *req.timeout_s;
+    }
+    // A SIGTERM that lands before sh has run its trap kills it at once: the
+    // spawn returns as soon as sh is exec'd, not once it ignores TERM.
+    for (const auto& [row_id, timeout] : timeouts) {
+        const auto log = fx.column(row_id, "stdout_path");
+        REQUIRE(eventually([&] { return read_file_tail(log).find("ready") != std::string::npos; }));
     }
     const auto t0 = std::chrono::steady_clock::now();
     const auto outcomes = sup.teardown({}, 30s);
