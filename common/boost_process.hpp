@@ -11,5 +11,6 @@
 #include <boost/process/v2/stdio.hpp>
 #include <boost/process/v2/start_dir.hpp>
 #include <boost/process/v2/environment.hpp>
+#include <boost/process/v2/posix/vfork_launcher.hpp>
 
 namespace bp = boost::process::v2;

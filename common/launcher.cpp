@@ -1,89 +1,92 @@
 #include "common/launcher.hpp"
 
+#include "common/boost_process.hpp"
 #include "common/errors.hpp"
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
+
+#include <optional>
 #include <system_error>
 
 #include <fcntl.h>
 #include <pthread.h>
-#include <sched.h>
-#include <sys/mman.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 namespace orch {
 namespace {
 
-// Stack of the vfork-style child: it only runs ChildSetup::run, a few
-// syscalls deep, until execve.
-constexpr std::size_t k_child_stack_bytes = 64 * 1024;
-
-// Everything the child needs, prepared by the parent: between clone and exec
-// only async-signal-safe calls are allowed (no allocation, no locks, no
-// logging), and the child shares the parent's memory.
+// Runs in the child (before exec) and in the parent around the vfork. The child
+// shares our memory until it execs: only async-signal-safe calls, no
+// allocation, no locks, no logging, and no handler of ours may run in it.
 struct ChildSetup {
-    const char* executable = nullptr;
-    const char* const* argv = nullptr;
     const char* const* envp = nullptr;
     const char* pwd = nullptr;
     int stdin_fd = -1;
     int stdout_fd = -1;
     int stderr_fd = -1;
     int cgroup_procs_fd = -1;
-    // Written by a child that fails before or at exec; read by the parent
-    // once clone returns (CLONE_VFORK: after the exec or the _exit).
-    int error = 0;
 
-    static int run(void* self) { static_cast<ChildSetup*>(self)->exec(); }
-
-    [[noreturn]] void exec()
+    template <typename Launcher>
+    bp::error_code on_setup(Launcher& launcher, const bp::filesystem::path&, const char* const*&)
     {
-        // Handlers are the parent's code: none may run in the child, so every
-        // disposition is reset before signals are unblocked (the table is a
-        // copy: no CLONE_SIGHAND). Fails harmlessly for KILL/STOP and the
-        // signals glibc reserves.
-        struct sigaction dfl{};
-        dfl.sa_handler = SIG_DFL;
-        for (int sig = 1; sig < NSIG; ++sig) {
-            ::sigaction(sig, &dfl, nullptr);
-        }
+        launcher.env = envp;
+        return {};
+    }
+
+    template <typename Launcher>
+    bp::error_code on_exec_setup(Launcher&, const bp::filesystem::path&, const char* const*&)
+    {
         // Join the cgroup first, so that nothing this process ever forks can
         // be outside it.
         if (cgroup_procs_fd >= 0 && !join_cgroup()) {
-            fail();
+            return fail();
         }
         // Own process group: terminal signals and kill(-pgid) from others
         // don't reach us, and the fallback can find the tree by pgid.
         if (::setpgid(0, 0) != 0) {
-            fail();
+            return fail();
         }
-        if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(stdout_fd, STDOUT_FILENO) < 0 ||
-            ::dup2(stderr_fd, STDERR_FILENO) < 0) {
-            fail();
-        }
-        if (pwd && ::chdir(pwd) != 0) {
-            fail();
-        }
-        // No inherited descriptors, CLOEXEC or not: the fd table is the
-        // child's own copy (no CLONE_FILES).
-        if (::syscall(SYS_close_range, 3u, ~0u, 0u) != 0) {
-            fail();
+        // Dispositions first (the table is the child's own copy), then the mask
+        // the parent blocked for the vfork: from here a signal acts on the child.
+        struct sigaction dfl{};
+        dfl.sa_handler = SIG_DFL;
+        for (int sig = 1; sig < NSIG; ++sig) {
+            ::sigaction(sig, &dfl, nullptr); // fails harmlessly for KILL/STOP and reserved signals
         }
         sigset_t none;
         sigemptyset(&none);
         ::sigprocmask(SIG_SETMASK, &none, nullptr);
-        ::execve(executable, const_cast<char* const*>(argv), const_cast<char* const*>(envp));
-        fail();
+        if (::dup2(stdin_fd, STDIN_FILENO) < 0 || ::dup2(stdout_fd, STDOUT_FILENO) < 0 ||
+            ::dup2(stderr_fd, STDERR_FILENO) < 0) {
+            return fail();
+        }
+        if (pwd && ::chdir(pwd) != 0) {
+            return fail();
+        }
+        return {};
     }
 
-    [[noreturn]] void fail()
+    // Boost 1.81 detects these hooks with a 5-argument signature but calls
+    // them with 4, so a variadic template is needed to be called at all.
+    template <typename Launcher, typename... Rest>
+    void on_exec_error(Launcher&, Rest&&...)
     {
-        error = errno != 0 ? errno : EINVAL;
+        // Boost would exit() here, running the parent's atexit handlers and
+        // flushing its stdio buffers in the child.
         ::_exit(127);
+    }
+
+    template <typename Launcher, typename... Rest>
+    void on_error(Launcher& launcher, Rest&&...)
+    {
+        // The failed child has exited; nobody else will reap it.
+        if (launcher.pid > 0) {
+            while (::waitpid(launcher.pid, nullptr, 0) < 0 && errno == EINTR) {
+            }
+        }
     }
 
     bool join_cgroup() const
@@ -100,30 +103,12 @@ struct ChildSetup {
         }
         return ::write(cgroup_procs_fd, buf, static_cast<size_t>(len)) == len;
     }
-};
 
-// The child's stack, unmapped when the spawn is over.
-class ChildStack {
-public:
-    ChildStack()
-        : m_base(::mmap(nullptr, k_child_stack_bytes, PROT_READ | PROT_WRITE,
-                        MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0))
-    {
-        if (m_base == MAP_FAILED) {
-            throw std::system_error(errno, std::generic_category(), "mmap(child stack)");
-        }
-    }
-    ~ChildStack() { ::munmap(m_base, k_child_stack_bytes); }
-    ChildStack(const ChildStack&) = delete;
-    ChildStack& operator=(const ChildStack&) = delete;
-    void* top() const noexcept { return static_cast<char*>(m_base) + k_child_stack_bytes; }
-
-private:
-    void* m_base;
+    static bp::error_code fail() { return bp::error_code(errno, boost::system::system_category()); }
 };
 
 // Every signal blocked in this thread while it lives, the previous mask
-// restored after: no handler of ours may run in a child sharing our memory.
+// restored after: a handler of ours must not run in a child sharing our memory.
 class SignalsBlocked {
 public:
     SignalsBlocked()
@@ -197,14 +182,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
         envp.push_back(entry.c_str());
     }
     envp.push_back(nullptr);
-    std::vector<const char*> argv;
-    for (const auto& arg : spec.argv) {
-        argv.push_back(arg.c_str());
-    }
-    argv.push_back(nullptr);
     ChildSetup setup;
-    setup.executable = executable.c_str();
-    setup.argv = argv.data();
     setup.envp = envp.data();
     setup.pwd = spec.pwd.empty() ? nullptr : spec.pwd.c_str();
     setup.stdin_fd = null_in.get();
@@ -212,27 +190,26 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     setup.stderr_fd = err.get();
     setup.cgroup_procs_fd = spec.cgroup_procs_fd;
 
-    // vfork-style (CLONE_VM | CLONE_VFORK, like posix_spawn): no copy of our
-    // page tables and no copy-on-write faults afterwards, which a fork of a
-    // process holding a database connection and a heap pays on every hook.
-    // We resume once the child has exec'd or failed.
-    pid_t pid = -1;
+    boost::asio::io_context io;
+    bp::error_code ec;
+    const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
+    // vfork (Boost's vfork_launcher, as posix_spawn does): a fork would copy the
+    // page tables of a process holding a heap and a database connection and pay
+    // copy-on-write faults afterwards, on every hook. Boost closes the inherited
+    // descriptors with close_range in the child (kernel headers >= 5.11).
+    std::optional<bp::process> process;
     {
-        ChildStack stack;
         SignalsBlocked blocked;
-        pid = ::clone(&ChildSetup::run, stack.top(), CLONE_VM | CLONE_VFORK | SIGCHLD, &setup);
-        if (pid < 0) {
-            throw std::system_error(errno, std::generic_category(), "clone");
-        }
+        process.emplace(bp::posix::vfork_launcher()(io.get_executor(), ec, executable, args, setup));
     }
-    if (setup.error != 0) {
-        // The failed child has exited; nobody else will reap it.
-        while (::waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-        }
-        return SpawnFailure{setup.error, executable + ": " + std::strerror(setup.error)};
+    if (ec) {
+        return SpawnFailure{ec.value(), executable + ": " + ec.message()};
     }
+    const pid_t pid = process->id();
     // The child is unreaped, so its pid cannot be reused before this open.
     auto pidfd = Pidfd::open(pid);
+    // Boost's destructor would SIGKILL the child: from here on the pidfd owns it.
+    process->detach();
     if (!pidfd) {
         throw std::system_error(ESRCH, std::generic_category(), "pidfd_open of fresh child");
     }

@@ -33,7 +33,7 @@ struct SpawnFailure {
     std::string message;
 };
 
-// Starts spec.argv (vfork-style clone + execve) in its own process group, inside
+// Starts spec.argv through Boost.Process v2 (vfork launcher) in its own process group, inside
 // the cgroup when given (so every descendant is contained from birth), stdin
 // on /dev/null, stdout/stderr appended to the log files. Returns the child's
 // pidfd; the child is NOT reaped and must be reaped by the caller

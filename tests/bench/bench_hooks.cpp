@@ -48,6 +48,11 @@ double supervised_us(Supervisor& sup, SupervisionFixture& fx, const std::string&
     const auto t0 = Clock::now();
     for (int i = 0; i < runs; ++i) {
         const auto launched = sup.launch(fx.request({program}));
+        if (!launched.started()) {
+            std::fprintf(stderr, "bench_hooks: cannot start %s: %s\n", program.c_str(),
+                         launched.failure->message.c_str());
+            std::exit(1);
+        }
         const auto outcome = sup.wait(launched.row_id);
         if (!outcome.exit_code || *outcome.exit_code != 0) {
             std::fprintf(stderr, "bench_hooks: the no-op hook failed\n");
