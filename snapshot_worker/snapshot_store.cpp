@@ -7,6 +7,16 @@
 namespace orch {
 namespace {
 
+// Per-hook bookkeeping does not wait for the WAL flush: a PostgreSQL crash can
+// lose the last few hundred milliseconds of it, which only reruns those hooks
+// (at-least-once, as after a worker crash). The seal commits synchronously and,
+// the WAL being sequential, makes every earlier write of this snapshot durable
+// before anyone can see the snapshot sealed.
+void commit_without_flush(pqxx::work& tx)
+{
+    tx.exec0("SET LOCAL synchronous_commit = off");
+}
+
 // Appended to every write: the statement matches nothing unless we still hold the
 // snapshot's lease. FOR SHARE makes a concurrent claim wait for our commit, so a
 // write can never land after the lease changed hands.
@@ -65,6 +75,7 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
         list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
     }
     pqxx::work tx(m_conn);
+    commit_without_flush(tx);
     auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
     require(fence, "creating archive results");
     tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
@@ -84,6 +95,7 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
 void SnapshotStore::mark_started(const std::string& result_id, const std::string& process_id)
 {
     pqxx::work tx(m_conn);
+    commit_without_flush(tx);
     auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = 'started', process_id = $4, "
                                         " start_ts = now(), end_ts = NULL, error = NULL, attempts = attempts + 1, "
                                         " modified_at = now() "
@@ -101,6 +113,7 @@ void SnapshotStore::record(const std::string& result_id, const HookResult& resul
         output_json = json_text(result.output_json);
     }
     pqxx::work tx(m_conn);
+    commit_without_flush(tx);
     auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = $4, output_str = $5, "
                                         " output_json = $6::jsonb, error = $7, output_files = $8::jsonb, "
                                         " output_size = $9, end_ts = now(), modified_at = now() "
@@ -116,6 +129,7 @@ void SnapshotStore::record(const std::string& result_id, const HookResult& resul
 void SnapshotStore::requeue(const std::string& result_id, const std::string& why)
 {
     pqxx::work tx(m_conn);
+    commit_without_flush(tx);
     auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = 'queued', error = $4, end_ts = now(), "
                                         " modified_at = now() "
                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",

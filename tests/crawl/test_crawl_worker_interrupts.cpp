@@ -230,13 +230,14 @@ TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook t
     std::ofstream(f.plugins / "stubborn" / "config.json") << "{\"timeout\": 120}";
     f.write_hook("slow", "on_Snapshot__10_slow.sh", "sleep 60\n" + succeeded_record("late"));
     auto id = f.add_crawl(CrawlFixture::site_urls(1));
-    auto p = f.start(id);
+    // The fixture caps the teardown grace at 1 s; here it is two minutes.
+    auto p = f.start(id, {{"TEARDOWN_GRACE", "120"}});
     REQUIRE(poll_until([&] { return std::filesystem::exists(ready); }, 30s));
     REQUIRE(poll_until([&] { return f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'") == 1; },
                        30s));
     p->signal(SIGTERM);
     // The first request waits for the stubborn hook's grace: still running a while later.
-    CHECK_FALSE(p->wait_for(2s));
+    CHECK_FALSE(p->wait_for(3s));
     auto t0 = Clock::now();
     p->signal(SIGTERM);
     REQUIRE(p->wait_for(20s));
