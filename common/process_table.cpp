@@ -5,51 +5,6 @@
 namespace orch::process_table {
 namespace {
 
-template <typename T>
-std::string sql(pqxx::work& tx, const std::optional<T>& value)
-{
-    if (!value) {
-        return "NULL";
-    }
-    if constexpr (std::is_same_v<T, std::string>) {
-        return tx.quote(*value);
-    } else {
-        return tx.quote(std::to_string(*value));
-    }
-}
-
-std::string sql_array(pqxx::work& tx, const std::vector<std::string>& ids)
-{
-    std::string list = "ARRAY[";
-    for (std::size_t i = 0; i < ids.size(); ++i) {
-        list += (i ? "," : "") + tx.quote(ids[i]);
-    }
-    return list + "]::uuid[]";
-}
-
-std::string identity_assignments(pqxx::work& tx, const ProcessIdentity& identity, pid_t pgid)
-{
-    return "pid = " + std::to_string(identity.pid) + ", boot_id = " + tx.quote(identity.boot_id) +
-           ", start_ticks = " + std::to_string(identity.start_ticks) +
-           ", pidfs_ino = " + sql(tx, identity.pidfs_ino) + ", pgid = " + std::to_string(pgid);
-}
-
-std::string insert_sql(pqxx::work& tx, const NewRow& row, const std::string& status)
-{
-    const nlohmann::json cmd = row.cmd;
-    const nlohmann::json env = row.env;
-    return "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s,"
-           " cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id,"
-           " snapshot_id, archive_result_id) VALUES (" +
-           tx.quote(row.id) + ", " + tx.quote(row.machine_id) + ", " + sql(tx, row.parent_id) + ", " +
-           tx.quote(row.process_type) + ", " + tx.quote(status) + ", " + tx.quote(cmd.dump()) + "::jsonb, " +
-           tx.quote(env.dump()) + "::jsonb, " + sql(tx, row.pwd) + ", " + sql(tx, row.timeout_s) + ", " +
-           sql(tx, row.cookie) + ", " + sql(tx, row.containment) + ", " + sql(tx, row.cgroup_path) + ", " +
-           sql(tx, row.stdout_path) + ", " + sql(tx, row.stderr_path) + ", " + sql(tx, row.plugin) + ", " +
-           sql(tx, row.hook_name) + ", " + sql(tx, row.crawl_id) + ", " + sql(tx, row.snapshot_id) + ", " +
-           sql(tx, row.archive_result_id) + ")";
-}
-
 // Process-row bookkeeping (a hook's queued/running/exited transitions) commits
 // without waiting for the WAL flush: three fsync waits per hook were most of
 // a hook's supervision cost. The trade-off, on a database crash (never on a
@@ -134,10 +89,24 @@ void insert_queued(pqxx::connection& conn, const NewRow& row)
 
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)
 {
+    // A process registering itself: durable before it acts (synchronous commit).
+    const std::string cmd = nlohmann::json(row.cmd).dump();
+    const std::string env = nlohmann::json(row.env).dump();
+    const auto timeout_s = text(row.timeout_s);
+    const auto pidfs_ino = text(identity.pidfs_ino);
     pqxx::work tx(conn);
-    tx.exec0(insert_sql(tx, row, "queued"));
-    tx.exec0("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(), " +
-             identity_assignments(tx, identity, pgid) + " WHERE id = " + tx.quote(row.id));
+    tx.exec_params0(
+        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s, cookie,"
+        " containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id, snapshot_id,"
+        " archive_result_id, started_at, heartbeat_at, pid, boot_id, start_ticks, pidfs_ino, pgid)"
+        " VALUES ($1::uuid, $2::text, $3::uuid, $4::text, 'running', $5::jsonb, $6::jsonb, $7::text,"
+        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,"
+        " $16::uuid, $17::uuid, $18::uuid, now(), now(), $19, $20, $21, $22, $23)",
+        row.id, row.machine_id, param(row.parent_id), row.process_type, cmd, env, param(row.pwd),
+        param(timeout_s), param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
+        param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
+        param(row.archive_result_id), identity.pid, identity.boot_id, std::to_string(identity.start_ticks),
+        param(pidfs_ino), pgid);
     tx.commit();
 }
 
@@ -173,17 +142,19 @@ void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
         return;
     }
     pqxx::work tx(conn);
-    tx.exec0("UPDATE process SET heartbeat_at = now() WHERE status <> 'exited' AND id = ANY(" +
-             sql_array(tx, ids) + ")");
+    tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE status <> 'exited' "
+                    "AND id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)",
+                    nlohmann::json(ids).dump());
     tx.commit();
 }
 
 std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machine_id)
 {
     pqxx::work tx(conn);
-    const auto result = tx.exec("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
-                                " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = " +
-                                tx.quote(machine_id) + " AND status <> 'exited' ORDER BY created_at");
+    const auto result = tx.exec_params("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
+                                       " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = $1"
+                                       " AND status <> 'exited' ORDER BY created_at",
+                                       machine_id);
     tx.commit();
     std::vector<LiveRow> rows;
     for (const auto& r : result) {
@@ -212,7 +183,7 @@ std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machin
 std::optional<std::string> status_of(pqxx::connection& conn, const std::string& id)
 {
     pqxx::work tx(conn);
-    const auto result = tx.exec("SELECT status FROM process WHERE id = " + tx.quote(id));
+    const auto result = tx.exec_params("SELECT status FROM process WHERE id = $1", id);
     tx.commit();
     if (result.empty()) {
         return std::nullopt;

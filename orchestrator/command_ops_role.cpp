@@ -67,6 +67,7 @@ void command_create_reader_role(const CommonOptions& options, const ReaderRoleOp
     tx.exec0(fmt::format("{} ROLE {} LOGIN NOINHERIT NOSUPERUSER NOCREATEDB NOCREATEROLE NOREPLICATION",
                          exists ? "ALTER" : "CREATE", name));
     if (password) {
+        // Utility statements take no bind parameters: quoting by the server's rules is the only way here.
         tx.exec0(fmt::format("ALTER ROLE {} PASSWORD {}", name, tx.quote(*password)));
     }
     tx.exec0(fmt::format("GRANT CONNECT ON DATABASE {} TO {}", tx.quote_name(conn.dbname()), name));
