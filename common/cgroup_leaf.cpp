@@ -41,6 +41,10 @@ CgroupLeaf::CgroupLeaf(std::filesystem::path dir, Kind kind) : m_dir(std::move(d
         throw_errno("open " + (m_dir / "cgroup.procs").string());
     }
     if (m_kind == Kind::cgroup2) {
+        m_dir_fd.reset(::open(m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+        if (!m_dir_fd) {
+            throw_errno("open " + m_dir.string());
+        }
         m_events.reset(::open((m_dir / "cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
         if (!m_events) {
             throw_errno("open " + (m_dir / "cgroup.events").string());
@@ -66,7 +70,7 @@ CgroupLeaf CgroupLeaf::adopt(const std::filesystem::path& dir, Kind kind)
 
 CgroupLeaf::CgroupLeaf(CgroupLeaf&& other) noexcept
     : m_dir(std::move(other.m_dir)), m_kind(other.m_kind), m_procs(std::move(other.m_procs)),
-      m_events(std::move(other.m_events)), m_removed(std::exchange(other.m_removed, true))
+      m_dir_fd(std::move(other.m_dir_fd)), m_events(std::move(other.m_events)), m_removed(std::exchange(other.m_removed, true))
 {
 }
 
@@ -78,6 +82,7 @@ CgroupLeaf& CgroupLeaf::operator=(CgroupLeaf&& other) noexcept
         m_dir = std::move(other.m_dir);
         m_kind = other.m_kind;
         m_procs = std::move(other.m_procs);
+        m_dir_fd = std::move(other.m_dir_fd);
         m_events = std::move(other.m_events);
         m_removed = std::exchange(other.m_removed, true);
     }
@@ -148,6 +153,7 @@ bool CgroupLeaf::remove()
         return true;
     }
     m_procs.reset();
+    m_dir_fd.reset();
     m_events.reset();
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(1);
     for (;;) {

@@ -36,6 +36,10 @@ public:
     // Write end of cgroup.procs, for a child to join between fork and exec
     // (write its own pid, async-signal-safe). Valid until remove().
     int procs_fd() const noexcept { return m_procs.get(); }
+    // The leaf directory itself (cgroup2 only, else -1), for clone3's
+    // CLONE_INTO_CGROUP: the child is born inside, with no migration. Valid
+    // until remove().
+    int dir_fd() const noexcept { return m_dir_fd.get(); }
     // cgroup.events (cgroup2 only, else -1): EPOLLPRI when `populated` flips.
     int events_fd() const noexcept { return m_events.get(); }
 
@@ -57,6 +61,7 @@ private:
     std::filesystem::path m_dir;
     Kind m_kind = Kind::cgroup2;
     Fd m_procs;
+    Fd m_dir_fd;
     Fd m_events;
     bool m_removed = true;
 };

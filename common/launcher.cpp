@@ -1,12 +1,15 @@
 #include "common/launcher.hpp"
 
 #include "common/boost_process.hpp"
+#include "common/clone_into_cgroup_launcher.hpp"
 #include "common/errors.hpp"
+#include "common/log.hpp"
 
 #include <cerrno>
 #include <csignal>
 #include <cstring>
 
+#include <atomic>
 #include <optional>
 #include <system_error>
 
@@ -160,6 +163,10 @@ std::string find_in_path(const std::string& name, const std::vector<std::string>
     return {};
 }
 
+// Set once clone3 turned out to be missing or too old: every later launch goes
+// straight to the vfork path.
+std::atomic<bool> g_clone3_unusable{false};
+
 } // namespace
 
 std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
@@ -188,17 +195,35 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     setup.stdin_fd = null_in.get();
     setup.stdout_fd = out.get();
     setup.stderr_fd = err.get();
-    setup.cgroup_procs_fd = spec.cgroup_procs_fd;
 
     boost::asio::io_context io;
     bp::error_code ec;
     const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
-    // vfork (Boost's vfork_launcher, as posix_spawn does): a fork would copy the
-    // page tables of a process holding a heap and a database connection and pay
-    // copy-on-write faults afterwards, on every hook. Boost closes the inherited
-    // descriptors with close_range in the child (kernel headers >= 5.11).
     std::optional<bp::process> process;
-    {
+    CgroupEntry cgroup_entry = CgroupEntry::none;
+    if (spec.cgroup_dir_fd >= 0 && !g_clone3_unusable.load(std::memory_order_relaxed)) {
+        CloneIntoCgroupLauncher launcher(spec.cgroup_dir_fd);
+        {
+            SignalsBlocked blocked;
+            process.emplace(launcher(io.get_executor(), ec, executable, args, setup));
+        }
+        if (launcher.clone_failed && (ec.value() == ENOSYS || ec.value() == EINVAL || ec.value() == E2BIG)) {
+            log::info("clone3 into a cgroup is not available; children join their cgroup before exec",
+                      {{"errno", std::to_string(ec.value())}});
+            g_clone3_unusable.store(true, std::memory_order_relaxed);
+            process.reset();
+            ec.clear();
+        } else {
+            cgroup_entry = CgroupEntry::at_birth;
+        }
+    }
+    if (!process) {
+        // vfork (Boost's vfork_launcher, as posix_spawn does): a fork would copy the
+        // page tables of a process holding a heap and a database connection and pay
+        // copy-on-write faults afterwards, on every hook. Boost closes the inherited
+        // descriptors with close_range in the child (kernel headers >= 5.11).
+        setup.cgroup_procs_fd = spec.cgroup_procs_fd;
+        cgroup_entry = spec.cgroup_procs_fd >= 0 ? CgroupEntry::joined_before_exec : CgroupEntry::none;
         SignalsBlocked blocked;
         process.emplace(bp::posix::vfork_launcher()(io.get_executor(), ec, executable, args, setup));
     }
@@ -213,7 +238,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     if (!pidfd) {
         throw std::system_error(ESRCH, std::generic_category(), "pidfd_open of fresh child");
     }
-    return Spawned{std::move(*pidfd), pid};
+    return Spawned{std::move(*pidfd), pid, cgroup_entry};
 }
 
 } // namespace orch

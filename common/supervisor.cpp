@@ -173,6 +173,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     spec.pwd = request.pwd;
     spec.stdout_path = stdout_path;
     spec.stderr_path = stderr_path;
+    spec.cgroup_dir_fd = leaf ? leaf->dir_fd() : -1;
     spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
     auto spawned = spawn_process(spec);
     if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {

@@ -1,0 +1,113 @@
+#pragma once
+
+#include "common/boost_process.hpp"
+#include "common/fd.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <utility>
+
+#include <fcntl.h>
+#include <linux/sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace orch {
+
+// A Boost.Process v2 launcher: the interface, initializer hooks, argv building
+// and descriptor closing of bp::posix::default_launcher, with the fork replaced
+// by clone3(CLONE_VFORK | CLONE_INTO_CGROUP). The child is born inside the
+// cgroup2 directory `cgroup_dir_fd`, so nothing it forks can ever be outside,
+// and nobody migrates it there. Why it matters: a write to cgroup.procs (what a
+// vforked child does to join) takes the kernel's cgroup_threadgroup_rwsem for
+// writing, which waits for an RCU grace period, 10-20 ms on an idle machine,
+// all of it inside the launch. A birth into the cgroup takes only the read side.
+//
+// Without CLONE_VM the child has its own (copy-on-write) memory, so errors come
+// back through a close-on-exec pipe, as in default_launcher; CLONE_VFORK still
+// suspends the caller until the child has exec'd or exited. Initializers' child
+// hooks must be async-signal-safe. If the clone3 call itself fails (kernel
+// older than 5.7, or no clone3), `clone_failed` is set and nothing was started:
+// the caller may fall back to another launcher.
+struct CloneIntoCgroupLauncher : bp::posix::default_launcher {
+    explicit CloneIntoCgroupLauncher(int cgroup_dir_fd) : m_cgroup_dir_fd(cgroup_dir_fd) {}
+
+    bool clone_failed = false;
+
+    template <typename Executor, typename Args, typename... Inits>
+    auto operator()(Executor exec, bp::error_code& ec, const bp::filesystem::path& executable, Args&& args,
+                    Inits&&... inits) -> bp::basic_process<Executor>
+    {
+        namespace detail = bp::posix::detail;
+        using boost::asio::execution_context;
+        auto argv = this->build_argv_(executable, std::forward<Args>(args));
+        int ends[2];
+        if (::pipe2(ends, O_CLOEXEC) != 0) {
+            ec.assign(errno, bp::system_category());
+            return bp::basic_process<Executor>{exec};
+        }
+        Fd read_end(ends[0]);
+        Fd write_end(ends[1]);
+        ec = detail::on_setup(*this, executable, argv, inits...);
+        if (ec) {
+            detail::on_error(*this, executable, argv, ec, inits...);
+            return bp::basic_process<Executor>{exec};
+        }
+        fd_whitelist.push_back(write_end.get());
+
+        auto& ctx = boost::asio::query(exec, boost::asio::execution::context);
+        ctx.notify_fork(execution_context::fork_prepare);
+        clone_args args3{};
+        args3.flags = CLONE_VFORK | CLONE_INTO_CGROUP;
+        args3.exit_signal = SIGCHLD;
+        args3.cgroup = static_cast<__u64>(m_cgroup_dir_fd);
+        pid = static_cast<pid_t>(::syscall(SYS_clone3, &args3, sizeof args3));
+        if (pid < 0) {
+            const int err = errno;
+            ctx.notify_fork(execution_context::fork_parent);
+            clone_failed = true;
+            ec.assign(err, bp::system_category());
+            detail::on_fork_error(*this, executable, argv, ec, inits...);
+            detail::on_error(*this, executable, argv, ec, inits...);
+            return bp::basic_process<Executor>{exec};
+        }
+        if (pid == 0) {
+            ctx.notify_fork(execution_context::fork_child);
+            ec = detail::on_exec_setup(*this, executable, argv, inits...);
+            if (!ec) {
+                close_all_fds(ec);
+            }
+            if (!ec) {
+                ::execve(executable.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(env));
+                ec.assign(errno, bp::system_category());
+            }
+            const int err = ec.value();
+            [[maybe_unused]] auto written = ::write(write_end.get(), &err, sizeof err);
+            detail::on_exec_error(*this, executable, argv, ec, inits...);
+            ::_exit(127);
+        }
+        ctx.notify_fork(execution_context::fork_parent);
+        write_end.reset();
+        int child_error = 0;
+        ssize_t count = -1;
+        while ((count = ::read(read_end.get(), &child_error, sizeof child_error)) < 0 && errno == EINTR) {
+        }
+        if (count < 0) {
+            ec.assign(errno, bp::system_category());
+        } else if (count > 0) {
+            ec.assign(child_error, bp::system_category());
+        }
+        if (ec) {
+            detail::on_error(*this, executable, argv, ec, inits...);
+            return bp::basic_process<Executor>{exec};
+        }
+        bp::basic_process<Executor> proc(exec, pid);
+        detail::on_success(*this, executable, argv, ec, inits...);
+        return proc;
+    }
+
+private:
+    int m_cgroup_dir_fd;
+};
+
+} // namespace orch
