@@ -1,5 +1,7 @@
 #include "common/lease.hpp"
 
+#include "common/autocommit_statement.hpp"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
@@ -43,17 +45,15 @@ std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, cons
 std::optional<Lease> Lease::adopt(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                   const std::string& owner, std::chrono::seconds ttl)
 {
-    pqxx::work tx(conn);
     // Not waiting for the WAL flush is safe: adopting changes no owner, only the
     // expiry. Lost in a server crash, the lease keeps the (durable) expiry of the
     // batched claim, and fencing on lease_owner, not the expiry, protects the item.
-    tx.exec0("SET LOCAL synchronous_commit = off");
-    auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
-                                        "WHERE id = $1 AND lease_owner = $2 AND status IN ('queued', 'started') "
-                                        "RETURNING attempts",
-                                        table_name(table)),
-                            item_id, owner, static_cast<double>(ttl.count()));
-    tx.commit();
+    auto r = exec_autocommit(conn, fmt::format("lease.adopt.{}", table_name(table)),
+                             fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) FROM {} "
+                                         "WHERE id = $1 AND lease_owner = $2 AND status IN ('queued', 'started') "
+                                         "RETURNING attempts",
+                                         table_name(table), k_async_commit),
+                             item_id, owner, static_cast<double>(ttl.count()));
     if (r.empty()) {
         return std::nullopt;
     }

@@ -68,14 +68,20 @@ MachineIdentity detect_machine(const std::optional<std::string>& override_id)
 void register_machine(pqxx::connection& conn, const MachineIdentity& machine,
                       const std::optional<std::string>& containment)
 {
-    pqxx::work tx(conn);
+    // Every worker start passes here: when nothing changed (and last_seen is
+    // recent) the upsert writes nothing, so concurrent workers neither queue on
+    // the machine row's lock nor wait for a WAL flush. One statement, autocommit.
+    pqxx::nontransaction tx(conn);
     tx.exec_params0("INSERT INTO machine (id, hostname, boot_id, cpu_count, containment) "
                     "VALUES ($1, $2, $3, $4, $5) "
                     "ON CONFLICT (id) DO UPDATE SET hostname = EXCLUDED.hostname, boot_id = EXCLUDED.boot_id, "
                     "cpu_count = EXCLUDED.cpu_count, containment = coalesce(EXCLUDED.containment, machine.containment), "
-                    "last_seen = now()",
+                    "last_seen = now() "
+                    "WHERE (machine.hostname, machine.boot_id, machine.cpu_count) IS DISTINCT FROM "
+                    "      (EXCLUDED.hostname, EXCLUDED.boot_id, EXCLUDED.cpu_count) "
+                    "   OR (EXCLUDED.containment IS NOT NULL AND machine.containment IS DISTINCT FROM EXCLUDED.containment) "
+                    "   OR machine.last_seen < now() - interval '60 seconds'",
                     machine.id, machine.hostname, machine.boot_id, machine.cpu_count, containment);
-    tx.commit();
 }
 
 } // namespace orch

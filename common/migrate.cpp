@@ -67,7 +67,8 @@ MigrationReport apply_migrations(pqxx::connection& conn)
 
 int schema_version(pqxx::connection& conn)
 {
-    pqxx::read_transaction tx(conn);
+    // Read-only and checked at every worker start: autocommit spares BEGIN/ROLLBACK.
+    pqxx::nontransaction tx(conn);
     return read_version(tx);
 }
 

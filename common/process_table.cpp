@@ -1,5 +1,7 @@
 #include "common/process_table.hpp"
 
+#include "common/autocommit_statement.hpp"
+
 #include <nlohmann/json.hpp>
 
 namespace orch::process_table {
@@ -18,29 +20,12 @@ namespace {
 //    own row was committed synchronously at registration, so the cgroup/cookie
 //    sweep of recovery (cleanup_stale_running) tears the tree down;
 //  - a lost 'exited' update leaves a row running whose process is gone: recovery
-//    closes it as 'lost' (exit code unknown; the result in archive_result, written
-//    synchronously, keeps the outcome).
-// Rows a caller needs durable before acting on them (a worker's own row, leases,
-// results) are not written through these functions.
+//    closes it as 'lost' (exit code unknown; the result in archive_result, made
+//    durable by the synchronous seal of its snapshot, keeps the outcome).
+// Rows a caller needs durable before acting on them (a worker's own row, leases)
+// are not written through these functions.
 //
-// Each transition is one statement run in autocommit, so it costs one round
-// trip instead of four (BEGIN, SET LOCAL, statement, COMMIT). The setting rides
-// along as set_config(..., is_local => true) joined into the statement: it lasts
-// until the end of the statement's implicit transaction, and the commit record
-// is written (asynchronously) before the setting is reset.
-constexpr const char* k_async_commit = "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
-
-// Runs a bookkeeping statement prepared once per connection: a hook runs three
-// of them, and parsing and planning each anew cost more than executing it.
-// (Re-declaring an identical definition is a no-op in libpqxx; the statement is
-// prepared on the server at its first use on the connection.)
-template <typename... Args>
-void exec_prepared(pqxx::connection& conn, const std::string& name, const std::string& definition, Args&&... args)
-{
-    conn.prepare(name, definition);
-    pqxx::nontransaction tx(conn);
-    tx.exec_prepared0(name, std::forward<Args>(args)...);
-}
+// Each transition is one prepared statement in autocommit (exec_autocommit).
 
 // Text parameter: nullptr is sent as SQL NULL.
 const char* param(const std::optional<std::string>& value)
@@ -73,7 +58,7 @@ void insert_queued(pqxx::connection& conn, const NewRow& row)
     const std::string cmd = nlohmann::json(row.cmd).dump();
     const std::string env = nlohmann::json(row.env).dump();
     const auto timeout_s = text(row.timeout_s);
-    exec_prepared(conn, "process_table.insert_queued",
+    exec_autocommit(conn, "process_table.insert_queued",
                   std::string(
                         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
                         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
@@ -113,7 +98,7 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
-    exec_prepared(conn, "process_table.mark_running",
+    exec_autocommit(conn, "process_table.mark_running",
                   std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
                                 " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
                         k_async_commit + " WHERE id = $1",
@@ -125,7 +110,7 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
 {
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
-    exec_prepared(conn, "process_table.mark_exited",
+    exec_autocommit(conn, "process_table.mark_exited",
                   std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
                                 " exit_code = COALESCE($2::integer, exit_code),"
                                 " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"

@@ -24,7 +24,7 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
     if (!reg.adopt_id) {
         // Spawned by one of our supervisors: the row it prepared carries the cookie it gave us.
         if (const char* cookie = std::getenv(k_cookie_env_var); cookie != nullptr && *cookie != '\0') {
-            pqxx::read_transaction tx(conn);
+            pqxx::nontransaction tx(conn); // one read: autocommit, no BEGIN/ROLLBACK
             auto r = tx.exec_params("SELECT id FROM process WHERE cookie = $1 AND machine_id = $2 "
                                     "AND process_type = $3 AND status <> 'exited'",
                                     std::string(cookie), reg.machine_id, reg.process_type);
@@ -34,7 +34,8 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
         }
     }
     if (reg.adopt_id) {
-        pqxx::work tx(conn);
+        // One statement in autocommit: committed (synchronously) when it returns.
+        pqxx::nontransaction tx(conn);
         auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
                                 " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
                                 " heartbeat_at = now() "

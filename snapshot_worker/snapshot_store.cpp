@@ -1,5 +1,6 @@
 #include "snapshot_worker/snapshot_store.hpp"
 
+#include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
 
 #include <fmt/format.h>
@@ -11,11 +12,8 @@ namespace {
 // lose the last few hundred milliseconds of it, which only reruns those hooks
 // (at-least-once, as after a worker crash). The seal commits synchronously and,
 // the WAL being sequential, makes every earlier write of this snapshot durable
-// before anyone can see the snapshot sealed.
-void commit_without_flush(pqxx::work& tx)
-{
-    tx.exec0("SET LOCAL synchronous_commit = off");
-}
+// before anyone can see the snapshot sealed. Each is one prepared statement in
+// autocommit (exec_autocommit, k_async_commit): one round trip.
 
 // Appended to every write: the statement matches nothing unless we still hold the
 // snapshot's lease. FOR SHARE makes a concurrent claim wait for our commit, so a
@@ -36,7 +34,8 @@ SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id)
 
 std::optional<SnapshotRecord> SnapshotStore::load()
 {
-    pqxx::read_transaction tx(m_conn);
+    // One statement: autocommit, no BEGIN/ROLLBACK round trips.
+    pqxx::nontransaction tx(m_conn);
     auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
                             "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false) "
                             "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
@@ -75,7 +74,7 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
         list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
     }
     pqxx::work tx(m_conn);
-    commit_without_flush(tx);
+    tx.exec0("SET LOCAL synchronous_commit = off"); // see the top of this file
     auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
     require(fence, "creating archive results");
     tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
@@ -94,16 +93,14 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
 
 void SnapshotStore::mark_started(const std::string& result_id, const std::string& process_id)
 {
-    pqxx::work tx(m_conn);
-    commit_without_flush(tx);
-    auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = 'started', process_id = $4, "
-                                        " start_ts = now(), end_ts = NULL, error = NULL, attempts = attempts + 1, "
-                                        " modified_at = now() "
-                                        "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
-                                        k_fence),
-                            m_snapshot_id, m_owner, result_id, process_id);
+    auto r = exec_autocommit(m_conn, "snapshot_store.mark_started",
+                             fmt::format("UPDATE archive_result SET status = 'started', process_id = $4, "
+                                         " start_ts = now(), end_ts = NULL, error = NULL, attempts = attempts + 1, "
+                                         " modified_at = now() FROM {} "
+                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
+                                         k_async_commit, k_fence),
+                             m_snapshot_id, m_owner, result_id, process_id);
     require(r, "starting a hook");
-    tx.commit();
 }
 
 void SnapshotStore::record(const std::string& result_id, const HookResult& result, const OutputFiles& files)
@@ -112,31 +109,27 @@ void SnapshotStore::record(const std::string& result_id, const HookResult& resul
     if (!result.output_json.is_null()) {
         output_json = json_text(result.output_json);
     }
-    pqxx::work tx(m_conn);
-    commit_without_flush(tx);
-    auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = $4, output_str = $5, "
-                                        " output_json = $6::jsonb, error = $7, output_files = $8::jsonb, "
-                                        " output_size = $9, end_ts = now(), modified_at = now() "
-                                        "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
-                                        k_fence),
-                            m_snapshot_id, m_owner, result_id, std::string(to_string(result.status)),
-                            result.output_str, output_json, result.error, json_text(files.to_json()),
-                            static_cast<long long>(files.total_size));
+    auto r = exec_autocommit(m_conn, "snapshot_store.record",
+                             fmt::format("UPDATE archive_result SET status = $4, output_str = $5, "
+                                         " output_json = $6::jsonb, error = $7, output_files = $8::jsonb, "
+                                         " output_size = $9, end_ts = now(), modified_at = now() FROM {} "
+                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
+                                         k_async_commit, k_fence),
+                             m_snapshot_id, m_owner, result_id, std::string(to_string(result.status)),
+                             result.output_str, output_json, result.error, json_text(files.to_json()),
+                             static_cast<long long>(files.total_size));
     require(r, "recording a result");
-    tx.commit();
 }
 
 void SnapshotStore::requeue(const std::string& result_id, const std::string& why)
 {
-    pqxx::work tx(m_conn);
-    commit_without_flush(tx);
-    auto r = tx.exec_params(fmt::format("UPDATE archive_result SET status = 'queued', error = $4, end_ts = now(), "
-                                        " modified_at = now() "
-                                        "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
-                                        k_fence),
-                            m_snapshot_id, m_owner, result_id, why);
+    auto r = exec_autocommit(m_conn, "snapshot_store.requeue",
+                             fmt::format("UPDATE archive_result SET status = 'queued', error = $4, end_ts = now(), "
+                                         " modified_at = now() FROM {} "
+                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
+                                         k_async_commit, k_fence),
+                             m_snapshot_id, m_owner, result_id, why);
     require(r, "requeueing a result");
-    tx.commit();
 }
 
 void SnapshotStore::set_title(const std::string& title)

@@ -1,0 +1,38 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <string>
+#include <utility>
+
+namespace orch {
+
+// Joined into a statement as `FROM <k_async_commit>` (or `, <k_async_commit>`),
+// makes the statement's own implicit transaction commit without waiting for the
+// WAL flush. The setting is set_config(..., is_local => true): it lasts until
+// the end of that transaction, and the commit record is written
+// (asynchronously) before it is reset. One round trip instead of four (BEGIN,
+// SET LOCAL, statement, COMMIT).
+//
+// Only for writes whose loss in a *database* crash is repaired by something
+// durable written later (a committed row is visible at once and survives a
+// crash of ours): see process_table.cpp and snapshot_store.cpp for each case.
+inline constexpr const char* k_async_commit =
+    "(SELECT set_config('synchronous_commit', 'off', true)) AS async_commit";
+
+// Runs one statement in autocommit (its own implicit transaction: one round
+// trip), prepared once per connection: parsing and planning a small statement
+// anew costs more than executing it. Re-declaring an identical definition is a
+// no-op in libpqxx; the server prepares it at its first use on the connection.
+// Blocks for the round trip; throws what libpqxx throws (pqxx::broken_connection,
+// pqxx::sql_error). Must not be called while a transaction is open on `conn`.
+template <typename... Args>
+pqxx::result exec_autocommit(pqxx::connection& conn, const std::string& name, const std::string& definition,
+                             Args&&... args)
+{
+    conn.prepare(name, definition);
+    pqxx::nontransaction tx(conn);
+    return tx.exec_prepared(name, std::forward<Args>(args)...);
+}
+
+} // namespace orch
