@@ -75,8 +75,9 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             m_stop_reason = "a required Crawl hook failed";
         }
         if (m_stopping == Stop::none) {
-            int created = m_store.create_seed_snapshots(m_ctx.crawl.urls, m_ctx.crawl.max_urls);
-            log::info("crawl started", {{"seed_snapshots", std::to_string(created)},
+            int created = m_store.create_seed_snapshots(m_ctx.crawl.max_urls);
+            log::info("crawl started", {{"urls", std::to_string(m_ctx.crawl.url_count)},
+                                        {"seed_snapshots", std::to_string(created)},
                                         {"max_workers", std::to_string(m_ctx.max_workers)}});
         }
         while (m_stopping == Stop::none) {
@@ -144,7 +145,7 @@ std::string CrawlRun::launch_hook(const CrawlHook& h, bool background)
     std::filesystem::create_directories(dir);
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, std::nullopt};
     LaunchRequest req;
-    req.argv = build_hook_argv(h.hook, HookArguments{m_ctx.crawl.urls.front(), std::nullopt, m_ctx.crawl.id});
+    req.argv = build_hook_argv(h.hook, HookArguments{m_ctx.crawl.first_url, std::nullopt, m_ctx.crawl.id});
     req.env = build_hook_env(h.config, hc, current_environment());
     req.pwd = dir;
     req.log_dir = dir;

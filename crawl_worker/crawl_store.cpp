@@ -12,11 +12,6 @@ namespace {
 // The crawl-lease fence; FOR SHARE makes a concurrent claim wait for our commit.
 constexpr const char* k_fence = "EXISTS (SELECT 1 FROM crawl f WHERE f.id = $1 AND f.lease_owner = $2 FOR SHARE)";
 
-std::string json_text(const nlohmann::json& j)
-{
-    return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-}
-
 } // namespace
 
 CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(conn), m_crawl_id(std::move(crawl_id))
@@ -26,9 +21,11 @@ CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(co
 std::optional<CrawlRecord> CrawlStore::load()
 {
     pqxx::read_transaction tx(m_conn);
-    auto r = tx.exec_params("SELECT id, array_to_json(urls)::text, max_depth, max_urls, timeout_s, status, "
+    // Only the first URL and the count: a crawl of many URLs would otherwise sit
+    // in this process's heap (twice, as JSON and as strings) for its whole life.
+    auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
                             " config::text, cancel_requested_at IS NOT NULL, "
-                            " coalesce(extract(epoch FROM now() - started_at), 0) "
+                            " coalesce(extract(epoch FROM now() - started_at), 0), cardinality(urls) "
                             "FROM crawl WHERE id = $1",
                             m_crawl_id);
     if (r.empty()) {
@@ -37,7 +34,7 @@ std::optional<CrawlRecord> CrawlStore::load()
     const auto& row = r[0];
     CrawlRecord c;
     c.id = row[0].as<std::string>();
-    c.urls = nlohmann::json::parse(row[1].as<std::string>()).get<std::vector<std::string>>();
+    c.first_url = row[1].as<std::string>();
     c.max_depth = row[2].as<int>();
     if (!row[3].is_null()) {
         c.max_urls = row[3].as<int>();
@@ -49,26 +46,27 @@ std::optional<CrawlRecord> CrawlStore::load()
     c.config = nlohmann::json::parse(row[6].as<std::string>());
     c.cancel_requested = row[7].as<bool>();
     c.started_seconds_ago = row[8].as<double>();
+    c.url_count = row[9].as<long>();
     return c;
 }
 
-int CrawlStore::create_seed_snapshots(const std::vector<std::string>& urls, std::optional<int> max_urls)
+int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
 {
-    std::vector<std::string> accepted = urls;
-    if (max_urls && static_cast<int>(accepted.size()) > *max_urls) {
-        accepted.resize(static_cast<std::size_t>(*max_urls));
-    }
     pqxx::work tx(m_conn);
     auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
     if (fence.empty()) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while creating snapshots", m_crawl_id));
     }
-    auto r = tx.exec_params("INSERT INTO snapshot (crawl_id, url, depth) "
-                            "SELECT $1, u, 0 FROM jsonb_array_elements_text($2::jsonb) u "
-                            "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
-                            m_crawl_id, json_text(nlohmann::json(accepted)));
+    auto r = tx.exec_params1("WITH created AS ("
+                             "  INSERT INTO snapshot (crawl_id, url, depth) "
+                             "  SELECT c.id, u.url, 0 FROM crawl c, unnest(c.urls) WITH ORDINALITY AS u(url, n) "
+                             "  WHERE c.id = $1 AND ($2::integer IS NULL OR u.n <= $2::integer) "
+                             "  ORDER BY u.n "
+                             "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1) "
+                             "SELECT count(*) FROM created",
+                             m_crawl_id, max_urls);
     tx.commit();
-    return static_cast<int>(r.size());
+    return r[0].as<int>();
 }
 
 long CrawlStore::unsealed_count()

@@ -12,7 +12,8 @@ namespace orch {
 
 struct CrawlRecord {
     std::string id;
-    std::vector<std::string> urls;
+    std::string first_url; // what Crawl hooks get as --url
+    long url_count = 0;
     int max_depth = 0;
     std::optional<int> max_urls;
     std::optional<int> timeout_s;
@@ -31,8 +32,9 @@ public:
     std::optional<CrawlRecord> load();
     void set_owner(std::string owner) { m_owner = std::move(owner); }
 
-    // Depth-0 snapshots for the crawl's URLs (idempotent, honours max_urls).
-    int create_seed_snapshots(const std::vector<std::string>& urls, std::optional<int> max_urls);
+    // Depth-0 snapshots for the crawl's URLs (idempotent, honours max_urls),
+    // made by the server from the crawl row: the URL list never crosses to us.
+    int create_seed_snapshots(std::optional<int> max_urls);
     // (Due snapshots are claimed in batches by claim_due_snapshots, common/snapshot_claims.hpp.)
     // Unsealed snapshots left (any lease state).
     long unsealed_count();
