@@ -213,7 +213,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
             g_clone3_unusable.store(true, std::memory_order_relaxed);
             process.reset();
             ec.clear();
-        } else {
+        } else if (!ec) {
             cgroup_entry = CgroupEntry::at_birth;
         }
     }

@@ -59,7 +59,7 @@ void insert_queued(pqxx::connection& conn, const NewRow& row)
     const std::string env = nlohmann::json(row.env).dump();
     const auto timeout_s = text(row.timeout_s);
     exec_autocommit(conn, "process_table.insert_queued",
-                  std::string(
+                    std::string(
                         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
                         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
                         " crawl_id, snapshot_id, archive_result_id)"
@@ -99,9 +99,9 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
     exec_autocommit(conn, "process_table.mark_running",
-                  std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
+                    std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
                                 " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
-                        k_async_commit + " WHERE id = $1",
+                    k_async_commit + " WHERE id = $1",
                     id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
                     pgid);
 }
@@ -111,12 +111,12 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
     exec_autocommit(conn, "process_table.mark_exited",
-                  std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
+                    std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
                                 " exit_code = COALESCE($2::integer, exit_code),"
                                 " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"
                                 " stdout_tail = COALESCE($5, stdout_tail), stderr_tail = COALESCE($6, stderr_tail)"
                                 " FROM ") +
-                        k_async_commit + " WHERE id = $1",
+                    k_async_commit + " WHERE id = $1",
                     id, param(exit_code), param(term_signal), end.end_reason, param(end.stdout_tail),
                     param(end.stderr_tail));
 }

@@ -51,7 +51,7 @@ SpawnSpec spec_for(const SupervisionFixture& fx, const CgroupLeaf& leaf, std::ve
 
 } // namespace
 
-TEST_CASE("a child is born inside its cgroup2 leaf and its first fork stays there", "[launcher]")
+TEST_CASE("clone3 into a cgroup2 leaf: born inside - exec failures are values", "[launcher]")
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(false));
@@ -60,42 +60,39 @@ TEST_CASE("a child is born inside its cgroup2 leaf and its first fork stays ther
         return;
     }
     auto leaf = sup.containment().create_leaf(sup.self_row_id(), random_uuid());
-    // The child forks at once: the grandchild must be in the leaf too.
-    auto spawned = spawn_process(spec_for(fx, leaf, {"/bin/sh", "-c", "sleep 30 & exec sleep 30"}, "launch"));
-    REQUIRE(std::holds_alternative<Spawned>(spawned));
-    auto& child = std::get<Spawned>(spawned);
-    const pid_t pid = child.pidfd.pid();
-    // Kernels since 5.7 have CLONE_INTO_CGROUP; the vfork fallback joins before exec.
-    CHECK(child.cgroup_entry == CgroupEntry::at_birth);
-    const std::string leaf_name = leaf.path().filename().string();
-    CHECK(ends_with(cgroup2_of(pid), "/" + leaf_name));
-    CHECK(eventually([&] { return leaf.members().size() == 2; }, 5s));
-    leaf.kill();
-    siginfo_t info{};
-    REQUIRE(::waitid(P_PIDFD, static_cast<id_t>(child.pidfd.fd()), &info, WEXITED) == 0);
-    CHECK(info.si_status == SIGKILL);
-    CHECK(eventually([&] { return !leaf.populated(); }, 5s));
-    // The orphaned grandchild was reparented to us (the supervisor is a subreaper).
-    CHECK(eventually([] { return ::waitpid(-1, nullptr, WNOHANG) > 0; }, 5s));
-    CHECK(zombie_children() == 0);
-    CHECK(leaf.remove());
-}
 
-TEST_CASE("an exec failure through the clone3 path is a value and leaves no zombie", "[launcher]")
-{
-    SupervisionFixture fx;
-    Supervisor sup(*fx.conn, fx.options(false));
-    if (sup.containment_mode() != ContainmentMode::cgroup2) {
-        WARN("no cgroup2 containment on this machine: the clone3 path is not exercised");
-        return;
+    SECTION("a child is born inside its leaf and its first fork stays there")
+    {
+        // The child forks at once: the grandchild must be in the leaf too.
+        auto spawned = spawn_process(spec_for(fx, leaf, {"/bin/sh", "-c", "sleep 30 & exec sleep 30"}, "launch"));
+        REQUIRE(std::holds_alternative<Spawned>(spawned));
+        auto& child = std::get<Spawned>(spawned);
+        const pid_t pid = child.pidfd.pid();
+        // Kernels since 5.7 have CLONE_INTO_CGROUP; the vfork fallback joins before exec.
+        CHECK(child.cgroup_entry == CgroupEntry::at_birth);
+        const std::string leaf_name = leaf.path().filename().string();
+        CHECK(ends_with(cgroup2_of(pid), "/" + leaf_name));
+        CHECK(eventually([&] { return leaf.members().size() == 2; }, 5s));
+        leaf.kill();
+        siginfo_t info{};
+        REQUIRE(::waitid(P_PIDFD, static_cast<id_t>(child.pidfd.fd()), &info, WEXITED) == 0);
+        CHECK(info.si_status == SIGKILL);
+        CHECK(eventually([&] { return !leaf.populated(); }, 5s));
+        // The orphaned grandchild was reparented to us (the supervisor is a subreaper).
+        CHECK(eventually([] { return ::waitpid(-1, nullptr, WNOHANG) > 0; }, 5s));
+        CHECK(zombie_children() == 0);
+        CHECK(leaf.remove());
     }
-    auto leaf = sup.containment().create_leaf(sup.self_row_id(), random_uuid());
-    auto spawned = spawn_process(spec_for(fx, leaf, {(fx.dir / "missing-program").string()}, "missing"));
-    REQUIRE(std::holds_alternative<SpawnFailure>(spawned));
-    CHECK(std::get<SpawnFailure>(spawned).error == ENOENT);
-    CHECK(zombie_children() == 0);
-    CHECK_FALSE(leaf.populated());
-    CHECK(leaf.remove());
+
+    SECTION("an exec failure is a value and leaves no zombie")
+    {
+        auto spawned = spawn_process(spec_for(fx, leaf, {(fx.dir / "missing-program").string()}, "missing"));
+        REQUIRE(std::holds_alternative<SpawnFailure>(spawned));
+        CHECK(std::get<SpawnFailure>(spawned).error == ENOENT);
+        CHECK(zombie_children() == 0);
+        CHECK_FALSE(leaf.populated());
+        CHECK(leaf.remove());
+    }
 }
 
 TEST_CASE("without a cgroup2 leaf the child joins its v1 freezer cgroup before exec", "[launcher]")
