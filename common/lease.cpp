@@ -60,6 +60,11 @@ std::optional<Lease> Lease::adopt(pqxx::connection& conn, LeaseTable table, cons
     return Lease(table, item_id, owner, ttl, r[0][0].as<int>());
 }
 
+Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts)
+{
+    return Lease(table, std::move(item_id), std::move(owner), ttl, attempts);
+}
+
 bool Lease::renew(pqxx::connection& conn)
 {
     pqxx::work tx(conn);

@@ -33,6 +33,12 @@ public:
     static std::optional<Lease> adopt(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                       const std::string& owner, std::chrono::seconds ttl);
 
+    // The lease `owner` was granted a moment ago by a claim made on its own behalf
+    // (claim_due_snapshots with itself as the owner; `attempts` as that claim
+    // returned): no round trip, the claim already set the expiry.
+    static Lease granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl,
+                         int attempts);
+
     // Extends the lease. False when it was lost (expired and taken, or cleared).
     bool renew(pqxx::connection& conn);
     // True when a third of the TTL has passed since the last renewal.

@@ -39,14 +39,18 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
         auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
                                 " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
                                 " heartbeat_at = now() "
-                                "WHERE id = $1 AND machine_id = $2 AND status <> 'exited' RETURNING id",
+                                "WHERE id = $1 AND machine_id = $2 AND status <> 'exited' RETURNING id, parent_id",
                                 *reg.adopt_id, reg.machine_id, reg.worker_type, reg.crawl_id, reg.snapshot_id);
         tx.commit();
         if (r.empty()) {
             throw NotFound(fmt::format("process row {} to adopt not found on this machine (or already exited)",
                                        *reg.adopt_id));
         }
-        return SelfRow{*reg.adopt_id, false};
+        SelfRow adopted{*reg.adopt_id, false, std::nullopt};
+        if (!r[0][1].is_null()) {
+            adopted.parent_id = r[0][1].as<std::string>();
+        }
+        return adopted;
     }
     auto self = Pidfd::open(::getpid());
     auto identity = capture_identity(*self, read_boot_id(), std::nullopt);
@@ -63,7 +67,7 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
     tx.exec_params0("UPDATE process SET worker_type = $2, data_dir = $3 WHERE id = $1", row.id, reg.worker_type,
                     reg.data_dir);
     tx.commit();
-    return SelfRow{row.id, true};
+    return SelfRow{row.id, true, std::nullopt};
 }
 
 void close_self(pqxx::connection& conn, const SelfRow& self, int exit_code)

@@ -21,6 +21,7 @@ struct SelfRegistration {
 struct SelfRow {
     std::string id;
     bool owned = false; // inserted by us: we record our own exit; adopted rows are closed by the parent
+    std::optional<std::string> parent_id; // the supervisor that prepared an adopted row
 };
 
 // Adopts the parent's row, named by --process-id or found by the cookie the parent put in

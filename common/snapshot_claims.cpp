@@ -1,5 +1,9 @@
 #include "common/snapshot_claims.hpp"
 
+#include "common/autocommit_statement.hpp"
+
+#include <fmt/format.h>
+
 namespace orch {
 namespace {
 
@@ -21,13 +25,14 @@ std::string array_literal(const std::vector<std::string>& ids)
 // migrations/0003); row_number may not share a SELECT with FOR UPDATE, so the
 // pairing with the owners happens in the next CTE. The crawl fence row is locked
 // FOR SHARE: a concurrent lease change or cancel request waits for our commit.
-constexpr const char* k_claim_sql =
+// The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
+const std::string k_claim_sql = fmt::format(
     "WITH picked AS ("
     "  SELECT s.id FROM snapshot s "
     "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
-    "    AND (s.lease_owner IS NULL OR s.lease_expires_at < now()) "
+    "    AND (s.lease_owner IS NULL "
+    "         OR ($6 AND s.lease_expires_at < now() AND NOT (s.lease_owner = ANY($5::uuid[])))) "
     "    AND coalesce(s.retry_at, now()) <= now() "
-    "    AND NOT (s.id = ANY($5::uuid[])) "
     "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
     "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
     "  ORDER BY s.depth, s.retry_at, s.created_at "
@@ -37,25 +42,25 @@ constexpr const char* k_claim_sql =
     "UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
     "  status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
     "  started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
-    "FROM numbered JOIN owners ON owners.n = numbered.n "
+    "FROM numbered JOIN owners ON owners.n = numbered.n, {} "
     "WHERE s.id = numbered.id "
-    "RETURNING s.id, s.lease_owner, s.attempts, numbered.n";
+    "RETURNING s.id, s.lease_owner, s.attempts, numbered.n",
+    k_async_commit);
 
 } // namespace
 
 std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
                                                  const std::string& crawl_owner,
                                                  const std::vector<std::string>& owners, std::chrono::seconds ttl,
-                                                 const std::vector<std::string>& exclude)
+                                                 const ClaimScope& scope)
 {
     std::vector<ClaimedSnapshot> out;
     if (owners.empty()) {
         return out;
     }
-    pqxx::work tx(conn);
-    auto r = tx.exec_params(k_claim_sql, crawl_id, crawl_owner, array_literal(owners),
-                            static_cast<double>(ttl.count()), array_literal(exclude));
-    tx.commit();
+    auto r = exec_autocommit(conn, "snapshot_claims.claim_due", k_claim_sql, crawl_id, crawl_owner,
+                             array_literal(owners), static_cast<double>(ttl.count()),
+                             array_literal(scope.live_owners), scope.take_expired);
     out.resize(r.size());
     for (const auto& row : r) {
         // RETURNING has no order: the owner index restores the claim order.

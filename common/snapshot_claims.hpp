@@ -15,23 +15,37 @@ struct ClaimedSnapshot {
     int attempts = 0;  // after this claim
 };
 
-// Batched claim of the due snapshots of one crawl, on behalf of workers that do
+// Which leased snapshots a claim may take over.
+struct ClaimScope {
+    // Expired leases are taken over, except those held by these process rows (workers
+    // known to be still running: their own supervisor decides what becomes of them).
+    bool take_expired = true;
+    std::vector<std::string> live_owners;
+};
+
+// Batched claim of the due snapshots of one crawl, on behalf of workers that may
 // not run yet. In one statement, for the holder of the crawl's lease
 // (`crawl_owner`; fencing: nothing is claimed once that lease is lost), claims up
 // to owners.size() snapshots of `crawl_id` that are unsealed, due (retry_at passed),
-// whose lease is free or expired and that are not in `exclude`, shallowest and
-// oldest first, skipping rows locked by a concurrent claimer (FOR UPDATE SKIP
-// LOCKED: two claimers never get the same row). Nothing is claimed while the crawl
-// is paused, sealed or has a cancellation requested. Each claimed snapshot is
-// leased to a distinct id of `owners` (process row ids; the rows may be created
-// later with these ids, see LaunchRequest::row_id) for `ttl`, moves from queued to
-// started and counts an attempt, exactly as Lease::claim does. The owner adopts it
-// with Lease::adopt, which does not count a second attempt. Commits its own
-// transaction; returns the claims made (possibly none), in claim order.
+// whose lease is free (or expired, as `scope` allows), shallowest and oldest
+// first, skipping rows locked by a concurrent claimer (FOR UPDATE SKIP LOCKED: two
+// claimers never get the same row). Nothing is claimed while the crawl is paused,
+// sealed or has a cancellation requested. Each claimed snapshot is leased to a
+// distinct id of `owners` (process row ids; the rows may be created later with
+// these ids, see LaunchRequest::row_id) for `ttl`, moves from queued to started and
+// counts an attempt, exactly as Lease::claim does. A worker spawned for it adopts
+// it with Lease::adopt, which does not count a second attempt; a worker claiming
+// for itself takes it up with Lease::granted.
+//
+// One statement in autocommit that does not wait for the WAL flush: a claim lost
+// in a database crash takes with it nothing durable (every later write of its
+// holder is fenced on the lease, and the holder's connection is gone too), and the
+// snapshot is simply due again. Blocks for one round trip; throws what libpqxx
+// throws. Returns the claims made (possibly none), in claim order.
 std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
                                                  const std::string& crawl_owner,
                                                  const std::vector<std::string>& owners, std::chrono::seconds ttl,
-                                                 const std::vector<std::string>& exclude = {});
+                                                 const ClaimScope& scope = {});
 
 // Gives back a claim whose worker never started (spawn failure): frees the lease,
 // makes the snapshot due now and takes back the attempt it counted. False if the

@@ -216,9 +216,11 @@ void CrawlRun::spawn_due_workers()
     if (m_workers.size() >= m_ctx.max_workers || m_stopping != Stop::none) {
         return;
     }
-    std::vector<std::string> running;
+    // Our running workers keep their snapshots even when a lease expired (a stopped or
+    // hung worker is the recovery pass's to judge), so a snapshot never runs twice at once.
+    ClaimScope scope;
     for (const auto& [row, snap] : m_workers) {
-        running.push_back(snap);
+        scope.live_owners.push_back(row);
     }
     // The workers' process row ids exist before the workers: each due snapshot is
     // leased to its worker's row in one batched claim, and the worker adopts it.
@@ -226,17 +228,19 @@ void CrawlRun::spawn_due_workers()
     for (std::size_t i = m_workers.size(); i < m_ctx.max_workers; ++i) {
         owners.push_back(random_uuid());
     }
-    auto claims = claim_due_snapshots(m_conn, m_ctx.crawl.id, m_lease.owner(), owners, m_lease.ttl(), running);
+    auto claims = claim_due_snapshots(m_conn, m_ctx.crawl.id, m_lease.owner(), owners, m_lease.ttl(), scope);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         const auto& claim = claims[i];
         LaunchRequest req;
         req.row_id = claim.owner;
-        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id};
+        // --continue: the worker then takes the crawl's next due snapshots itself, so
+        // a process start and a database connection are paid per worker, not per snapshot.
+        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id, "--continue"};
         req.argv.insert(req.argv.end(), m_ctx.worker_args.begin(), m_ctx.worker_args.end());
         req.env = m_ctx.worker_env;
         req.private_env = m_ctx.worker_private_env;
         req.pwd = m_ctx.data_dir;
-        req.log_dir = m_ctx.data_dir / "snapshots" / claim.snapshot_id;
+        req.log_dir = m_ctx.crawl_dir / "snapshot_workers";
         req.name = "snapshot_worker";
         req.process_type = "worker";
         req.crawl_id = m_ctx.crawl.id;
@@ -262,11 +266,14 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
         m_hook_exits[outcome.row_id] = outcome;
         return;
     }
-    auto snapshot_id = it->second;
+    auto first_snapshot = it->second;
     m_workers.erase(it);
     if (worker_left_snapshot_consistent(outcome)) {
         return;
     }
+    // The worker may have moved on from the snapshot it was started with: the one it
+    // died on is the one leased to its row (none if it died between two).
+    auto snapshot_id = m_store.held_by(outcome.row_id).value_or(first_snapshot);
     auto reason = describe(outcome);
     log::warn("snapshot worker died", {{"snapshot", snapshot_id}, {"process", outcome.row_id}, {"reason", reason}});
     // Its hooks are orphans now: tear them down before the snapshot runs again.

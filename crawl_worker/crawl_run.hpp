@@ -22,7 +22,8 @@ namespace orch {
 using CrawlHook = ConfiguredHook;
 
 // One claimed crawl, from its Crawl hooks to its seal: runs the hooks, creates the
-// seed snapshots, keeps up to `max_workers` snapshot_worker processes busy, retries
+// seed snapshots, keeps up to `max_workers` snapshot_worker processes busy (each
+// started on one claimed snapshot, then taking the next due ones itself), retries
 // snapshots whose worker died, honours the crawl timeout and cancellation, then
 // runs CrawlEnd hooks, tears down the background hooks and seals the crawl.
 // Single-threaded; reacts to worker exits through the supervisor's pidfds.
@@ -73,7 +74,7 @@ private:
     pqxx::connection& m_conn;
     StopSignals& m_stop;
     NotificationListener m_cancel_listener;
-    std::map<std::string, std::string> m_workers;       // process row id -> snapshot id
+    std::map<std::string, std::string> m_workers;       // process row id -> the snapshot it was started with
     std::vector<std::string> m_background;              // background crawl hook rows
     std::map<std::string, ProcessOutcome> m_hook_exits; // foreground hook rows that ended
     std::map<std::string, int> m_deaths;                // snapshot id -> its workers that died in this run

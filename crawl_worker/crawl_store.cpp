@@ -83,6 +83,18 @@ bool CrawlStore::cancel_requested()
     return !r.empty() && r[0][0].as<bool>();
 }
 
+std::optional<std::string> CrawlStore::held_by(const std::string& worker)
+{
+    pqxx::nontransaction tx(m_conn); // one read: autocommit
+    auto r = tx.exec_params("SELECT id FROM snapshot WHERE crawl_id = $1 AND lease_owner = $2 AND status <> 'sealed' "
+                            "ORDER BY lease_expires_at DESC LIMIT 1",
+                            m_crawl_id, worker);
+    if (r.empty()) {
+        return std::nullopt;
+    }
+    return r[0][0].as<std::string>();
+}
+
 bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths,
                                int max_attempts, std::chrono::seconds backoff, const std::string& reason)
 {

@@ -41,6 +41,9 @@ public:
     // Whether cancellation was requested.
     bool cancel_requested();
 
+    // The unsealed snapshot whose lease `worker` (a process row) holds, if any: what
+    // a snapshot worker that takes one snapshot after another was on when it died.
+    std::optional<std::string> held_by(const std::string& worker);
     // After a snapshot worker died: frees its lease and makes the snapshot due
     // again after `backoff`, or seals it failed when it had `max_attempts` already.
     // An attempt is the larger of the snapshot's claims and `deaths` (workers of

@@ -4,12 +4,14 @@
 int main(int argc, char** argv)
 {
     using namespace orch;
-    CLI::App app{"Runs one snapshot's hooks in step order and seals the snapshot.", "snapshot_worker"};
+    CLI::App app{"Runs one snapshot's hooks in step order and seals the snapshot (with --continue, then the crawl's next due ones).", "snapshot_worker"};
     CommonOptions common;
     add_common_options(app, common);
     SnapshotWorkerOptions options;
     app.add_option("--snapshot-id", options.snapshot_id, "the snapshot to run")->required();
     app.add_option("--process-id", options.process_id, "process row prepared by the parent (internal)");
+    app.add_flag("--continue", options.continue_with_crawl,
+                 "then run the crawl's next due snapshots until none is due (internal: for crawl workers)");
     app.add_option("--plugins-dir", options.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
     return guarded_main(app, argc, argv, [&] {
         configure_logging("snapshot_worker", common);

@@ -8,11 +8,13 @@
 namespace orch {
 namespace {
 
-// Per-hook bookkeeping does not wait for the WAL flush: a PostgreSQL crash can
-// lose the last few hundred milliseconds of it, which only reruns those hooks
-// (at-least-once, as after a worker crash). The seal commits synchronously and,
-// the WAL being sequential, makes every earlier write of this snapshot durable
-// before anyone can see the snapshot sealed. Each is one prepared statement in
+// The snapshot's bookkeeping, its seal included, does not wait for the WAL
+// flush: a PostgreSQL crash can lose the last few hundred milliseconds of it
+// (wal_writer_delay), which only reruns those hooks, or the whole snapshot if its
+// seal was lost (at-least-once, as after a worker crash; a succeeded result that
+// survived is not rerun). The durable point is the crawl's seal, which commits
+// synchronously: the WAL being sequential, it cannot survive a crash that the
+// seals of its snapshots did not. Each write is one prepared statement in
 // autocommit (exec_autocommit, k_async_commit): one round trip.
 
 // Appended to every write: the statement matches nothing unless we still hold the
@@ -73,20 +75,35 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
     for (const auto& h : hooks) {
         list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
     }
-    pqxx::work tx(m_conn);
-    tx.exec0("SET LOCAL synchronous_commit = off"); // see the top of this file
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
-    require(fence, "creating archive results");
-    tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
-                    "SELECT $1, e->>'plugin', e->>'hook' FROM jsonb_array_elements($2::jsonb) e "
-                    "ON CONFLICT (snapshot_id, hook_name) DO NOTHING",
-                    m_snapshot_id, json_text(list));
-    auto rows = tx.exec_params("SELECT hook_name, id, status FROM archive_result WHERE snapshot_id = $1",
-                               m_snapshot_id);
-    tx.commit();
+    // One statement: the fence, the inserts and every result. The outer SELECT does
+    // not see the CTE's inserts (one snapshot per statement), so the new rows come
+    // from RETURNING and the existing ones from the table; a row with a NULL hook
+    // name says the fence held.
+    auto rows = exec_autocommit(
+        m_conn, "snapshot_store.ensure_results",
+        fmt::format("WITH fence AS (SELECT 1 FROM snapshot f, {} WHERE f.id = $1 AND f.lease_owner = $2 "
+                    "               FOR SHARE OF f), "
+                    "ins AS (INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
+                    "        SELECT $1, e->>'plugin', e->>'hook' FROM jsonb_array_elements($3::jsonb) e "
+                    "        WHERE EXISTS (SELECT 1 FROM fence) "
+                    "        ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status) "
+                    "SELECT NULL::text, NULL::text, NULL::text WHERE EXISTS (SELECT 1 FROM fence) "
+                    "UNION ALL SELECT hook_name, id::text, status FROM ins "
+                    "UNION ALL SELECT hook_name, id::text, status FROM archive_result "
+                    "  WHERE snapshot_id = $1 AND EXISTS (SELECT 1 FROM fence)",
+                    k_async_commit),
+        m_snapshot_id, m_owner, json_text(list));
     std::map<std::string, ResultState> out;
+    bool fenced = false;
     for (const auto& row : rows) {
+        if (row[0].is_null()) {
+            fenced = true;
+            continue;
+        }
         out[row[0].as<std::string>()] = ResultState{row[1].as<std::string>(), row[2].as<std::string>()};
+    }
+    if (!fenced) {
+        throw LeaseLost(fmt::format("lost the lease on snapshot {} while creating archive results", m_snapshot_id));
     }
     return out;
 }
@@ -170,24 +187,24 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
 
 std::string SnapshotStore::seal()
 {
-    pqxx::work tx(m_conn);
-    auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE status = 'failed'), count(*) "
-                                  "FROM archive_result WHERE snapshot_id = $1",
-                                  m_snapshot_id);
-    long failed = counts[0].as<long>();
-    long total = counts[1].as<long>();
-    std::string outcome = failed == 0 ? "succeeded" : failed == total ? "failed" : "partial";
-    std::optional<std::string> error;
-    if (failed > 0) {
-        error = fmt::format("{} of {} hooks failed", failed, total);
-    }
-    auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $3, error = $4, sealed_at = now(), "
-                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                            "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
-                            m_snapshot_id, m_owner, outcome, error);
+    // The outcome is derived from the results in the same statement (we hold the
+    // lease: nobody else writes them meanwhile).
+    auto r = exec_autocommit(
+        m_conn, "snapshot_store.seal",
+        fmt::format("WITH counts AS (SELECT count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS total "
+                    "                FROM archive_result WHERE snapshot_id = $1) "
+                    "UPDATE snapshot s SET status = 'sealed', "
+                    "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
+                    "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
+                    "  error = CASE WHEN counts.failed > 0 "
+                    "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
+                    "  sealed_at = now(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
+                    "  modified_at = now() "
+                    "FROM counts, {} WHERE s.id = $1 AND s.lease_owner = $2 RETURNING s.outcome",
+                    k_async_commit),
+        m_snapshot_id, m_owner);
     require(r, "sealing");
-    tx.commit();
-    return outcome;
+    return r[0][0].as<std::string>();
 }
 
 } // namespace orch

@@ -35,6 +35,7 @@ struct ResultState {
 // The snapshot's rows, written only while `owner` holds the snapshot's lease:
 // every write checks the lease under a row lock in the same statement and throws
 // LeaseLost when it no longer holds. Each call commits its own transaction.
+// Not thread-safe; blocks for its round trips; throws what libpqxx throws.
 class SnapshotStore {
 public:
     SnapshotStore(pqxx::connection& conn, std::string snapshot_id);
@@ -53,7 +54,9 @@ public:
     // Inserts child snapshots at `depth` (already validated and filtered), honouring
     // the crawl's max_urls; duplicates are ignored. Returns how many were added.
     int add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls);
-    // Seals the snapshot with the outcome derived from its results; returns that outcome.
+    // Seals the snapshot with the outcome derived from its results; returns that
+    // outcome. Does not wait for the WAL flush: the crawl's seal is the durable
+    // point (see snapshot_store.cpp).
     std::string seal();
 
 private:

@@ -11,7 +11,9 @@
 #include "common/migrate.hpp"
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
+#include "common/process_table.hpp"
 #include "common/self_registration.hpp"
+#include "common/snapshot_claims.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
@@ -21,8 +23,69 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <memory>
 
 namespace orch {
+namespace {
+
+// A process that keeps taking snapshots is recycled after this many
+// (SNAPSHOT_WORKER_MAX_SNAPSHOTS), so that whatever it accumulates (heap
+// fragmentation, caches) stays bounded; the crawl worker starts a fresh one
+// while snapshots are due.
+constexpr int k_default_max_snapshots = 1000;
+
+// What every snapshot run by this process shares: they all belong to one crawl.
+struct WorkerScope {
+    std::vector<PlannedHook> planned;
+    const UrlFilter* filter = nullptr;
+    std::size_t parallelism = 1;
+    std::chrono::milliseconds teardown_grace{10'000};
+    std::filesystem::path data_dir;
+};
+
+// Runs the hooks of one leased snapshot and seals it (ok), or gives it back for
+// a later run (interrupted). Throws LeaseLost when the lease is gone.
+ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals& stop, const WorkerScope& scope,
+                    SnapshotStore& store, const SnapshotRecord& snapshot, Lease& lease)
+{
+    std::vector<Hook> hooks;
+    for (const auto& p : scope.planned) {
+        hooks.push_back(p.hook);
+    }
+    auto results = store.ensure_results(hooks);
+    std::vector<PlannedHook> todo;
+    for (auto p : scope.planned) {
+        const auto& state = results.at(p.hook.id());
+        p.result_id = state.id;
+        // A rerun after a crash never repeats what already finished well.
+        if (state.status == "succeeded" || state.status == "skipped" || state.status == "noresults") {
+            continue;
+        }
+        todo.push_back(std::move(p));
+    }
+    SnapshotRun::Context ctx;
+    ctx.snapshot = snapshot;
+    ctx.data_dir = scope.data_dir;
+    ctx.snap_dir = scope.data_dir / "snapshots" / snapshot.id;
+    ctx.crawl_dir = scope.data_dir / "crawls" / snapshot.crawl_id;
+    ctx.parallelism = scope.parallelism;
+    ctx.teardown_grace = scope.teardown_grace;
+    SnapshotRun run(ctx, supervisor, store, lease, conn, stop, *scope.filter);
+    log::info("running snapshot", {{"url", snapshot.url},
+                                   {"hooks", std::to_string(todo.size())},
+                                   {"attempt", std::to_string(lease.attempts())}});
+    auto code = run.run(todo);
+    if (code == ExitCode::ok) {
+        auto outcome = store.seal();
+        log::info("snapshot sealed", {{"outcome", outcome}});
+    } else {
+        lease.release(conn);
+        log::warn("snapshot released for a later run");
+    }
+    return code;
+}
+
+} // namespace
 
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options)
 {
@@ -38,25 +101,31 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     require_current_schema(conn);
     log::set_context("snapshot", snapshot_id);
 
-    SnapshotStore store(conn, snapshot_id);
-    auto snapshot = store.load();
+    auto store = std::make_unique<SnapshotStore>(conn, snapshot_id);
+    auto snapshot = store->load();
     if (!snapshot) {
         throw NotFound(fmt::format("snapshot {} not found", snapshot_id));
     }
-    if (snapshot->status == "sealed") {
+    if (snapshot->status == "sealed" && !options.continue_with_crawl) {
         log::info("snapshot already sealed; nothing to do");
         return ExitCode::ok;
     }
     // Plugin problems surface here, before the snapshot is claimed: bad configuration changes nothing.
-    std::vector<PlannedHook> planned;
+    // Every snapshot of a crawl has the crawl's configuration: one plan serves them all.
+    WorkerScope scope;
     auto hooks = plan_hooks(plugin_roots(options.plugins_dir), snapshot->crawl_config, {"Snapshot"});
     for (auto& h : hooks["Snapshot"]) {
-        planned.push_back(PlannedHook{std::move(h.hook), std::move(h.config), {}});
+        scope.planned.push_back(PlannedHook{std::move(h.hook), std::move(h.config), {}});
     }
     UrlFilter filter(snapshot->crawl_config);
-    auto parallelism = static_cast<std::size_t>(env_int("HOOK_PARALLELISM", 1, 1, 64));
-    auto teardown_grace = std::chrono::milliseconds(
+    scope.filter = &filter;
+    scope.parallelism = static_cast<std::size_t>(env_int("HOOK_PARALLELISM", 1, 1, 64));
+    scope.teardown_grace = std::chrono::milliseconds(
         static_cast<long long>(env_int("TEARDOWN_GRACE", 10, 1, 3600)) * 1000);
+    scope.data_dir = data_dir;
+    const auto ttl = lease_ttl_from_env();
+    const int max_snapshots = env_int("SNAPSHOT_WORKER_MAX_SNAPSHOTS", k_default_max_snapshots, 1, 1'000'000);
+    const auto crawl_id = snapshot->crawl_id;
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);
@@ -69,67 +138,77 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     reg.data_dir = data_dir.string();
     auto self = register_self(conn, reg);
     log::set_context("self", self.id);
+    if (options.continue_with_crawl && !self.parent_id) {
+        close_self(conn, self, to_int(ExitCode::usage));
+        throw Error(ExitCode::usage, "--continue is for snapshot workers started by a crawl worker (their process "
+                                     "row names the crawl worker, whose crawl lease fences their claims)");
+    }
 
     ExitCode code = ExitCode::internal_error;
+    int taken = 0;
     try {
         // Spawned by a crawl worker, our adopted row already holds the lease (claimed in
         // a batch, attempt counted); run by hand, we claim it ourselves.
-        auto lease = Lease::adopt(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
-        if (!lease) {
-            lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, lease_ttl_from_env());
+        std::optional<Lease> lease;
+        if (snapshot->status != "sealed") {
+            lease = Lease::adopt(conn, LeaseTable::snapshot, snapshot_id, self.id, ttl);
+            if (!lease) {
+                lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, ttl);
+            }
         }
-        if (!lease) {
+        if (!lease && !options.continue_with_crawl) {
             log::warn("snapshot is leased by another worker (or no longer runnable); not running it");
             code = ExitCode::lease_lost;
             close_self(conn, self, to_int(code));
             return code;
         }
-        store.set_owner(self.id);
         SupervisorOptions sup;
         sup.machine_id = machine.id;
         sup.self_row_id = self.id;
         sup.containment.scope = containment_scope(data_dir.string());
-        sup.teardown_grace = teardown_grace;
+        sup.teardown_grace = scope.teardown_grace;
         sup.fast_stop_fd = stop.fd();
         Supervisor supervisor(conn, sup);
 
-        std::vector<Hook> hooks;
-        for (const auto& p : planned) {
-            hooks.push_back(p.hook);
-        }
-        auto results = store.ensure_results(hooks);
-        std::vector<PlannedHook> todo;
-        for (auto& p : planned) {
-            const auto& state = results.at(p.hook.id());
-            p.result_id = state.id;
-            // A rerun after a crash never repeats what already finished well.
-            if (state.status == "succeeded" || state.status == "skipped" || state.status == "noresults") {
-                continue;
+        code = ExitCode::ok;
+        for (;;) {
+            if (lease) {
+                store->set_owner(self.id);
+                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease);
+                ++taken;
             }
-            todo.push_back(p);
-        }
-        SnapshotRun::Context ctx;
-        ctx.snapshot = *snapshot;
-        ctx.data_dir = data_dir;
-        ctx.snap_dir = data_dir / "snapshots" / snapshot_id;
-        ctx.crawl_dir = data_dir / "crawls" / snapshot->crawl_id;
-        ctx.parallelism = parallelism;
-        ctx.teardown_grace = teardown_grace;
-        SnapshotRun run(ctx, supervisor, store, *lease, conn, stop, filter);
-        log::info("running snapshot", {{"url", snapshot->url},
-                                       {"hooks", std::to_string(todo.size())},
-                                       {"attempt", std::to_string(lease->attempts())}});
-        code = run.run(todo);
-        if (code == ExitCode::ok) {
-            auto outcome = store.seal();
-            log::info("snapshot sealed", {{"outcome", outcome}});
-        } else {
-            lease->release(conn);
-            log::warn("snapshot released for a later run");
+            if (code != ExitCode::ok || !options.continue_with_crawl || taken >= max_snapshots) {
+                break;
+            }
+            stop.take();
+            if (stop.count() > 0) {
+                code = ExitCode::interrupted; // between snapshots: nothing held, nothing to give back
+                break;
+            }
+            // The next due snapshot, for ourselves. Only free leases: an expired one may
+            // belong to a sibling that still runs, which only the crawl worker knows.
+            ClaimScope free_only;
+            free_only.take_expired = false;
+            auto claims = claim_due_snapshots(conn, crawl_id, *self.parent_id, {self.id}, ttl, free_only);
+            if (claims.empty()) {
+                break;
+            }
+            const auto& claim = claims.front();
+            log::set_context("snapshot", claim.snapshot_id);
+            process_table::set_snapshot(conn, self.id, claim.snapshot_id);
+            store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id);
+            snapshot = store->load();
+            lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, ttl, claim.attempts);
+            if (!snapshot) { // deleted since the claim: nothing to run
+                lease.reset();
+            }
         }
     } catch (const LeaseLost& e) {
         log::warn(e.what());
         code = ExitCode::lease_lost;
+    }
+    if (options.continue_with_crawl) {
+        log::info("snapshot worker done", {{"snapshots", std::to_string(taken)}});
     }
     close_self(conn, self, to_int(code));
     return code;

@@ -11,10 +11,17 @@ struct SnapshotWorkerOptions {
     std::string snapshot_id;
     std::string process_id;   // row prepared by the parent to adopt; empty = register itself
     std::string plugins_dir;  // extra user plugins (PLUGINS_DIR)
+    // After the first snapshot, keep claiming the crawl's next due snapshots for
+    // ourselves (fenced on the parent crawl worker's crawl lease) until none is
+    // due: one process and one connection serve many snapshots. Only for a worker
+    // whose row was prepared by a crawl worker.
+    bool continue_with_crawl = false;
 };
 
-// Runs every enabled Snapshot hook of one snapshot and seals it. The return value
-// says what happened (ok = sealed, lease_lost, interrupted, ...).
+// Runs every enabled Snapshot hook of one snapshot and seals it, then, with
+// `continue_with_crawl`, the next due snapshots of the same crawl. The return
+// value says how it ended (ok = every snapshot it took is sealed, lease_lost,
+// interrupted, ...). Throws Error subclasses for what main() maps to exit codes.
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options);
 
 } // namespace orch

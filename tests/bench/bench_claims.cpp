@@ -5,7 +5,11 @@
 //             snapshot worker runs): the statements the workers run per snapshot;
 //   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... ORDER BY the
 //             same keys FOR UPDATE SKIP LOCKED LIMIT k) RETURNING, and a raw complete
-//             (UPDATE ... = ANY), on the same indexes.
+//             (UPDATE ... = ANY), on the same indexes, each one statement in
+//             autocommit.
+// Both commit without waiting for the WAL flush, as our claims and seals do (the
+// crawl's seal is the durable point: snapshot_worker/snapshot_store.cpp), so the
+// ratio compares the statements, not two durability choices.
 // Single-item (k = 1) and batched (k = 50), on a queue of 1k and of `large` due rows.
 // Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items]
 #include "common/lease.hpp"
@@ -103,10 +107,11 @@ long ours(pqxx::connection& conn, const std::string& crawl, long quota, std::siz
 
 long raw(pqxx::connection& conn, const std::string& crawl, long quota, long batch)
 {
+    pqxx::nontransaction session(conn);
+    session.exec0("SET synchronous_commit = off");
     long done = 0;
     while (quota == 0 || done < quota) {
-        pqxx::work claim(conn);
-        auto r = claim.exec_params(
+        auto r = session.exec_params(
             "UPDATE snapshot s SET lease_owner = gen_random_uuid(), lease_expires_at = now() + interval '30 s', "
             " status = 'started', attempts = attempts + 1 "
             "FROM (SELECT id FROM snapshot WHERE crawl_id = $1 AND status IN ('queued', 'started') "
@@ -114,7 +119,6 @@ long raw(pqxx::connection& conn, const std::string& crawl, long quota, long batc
             "      ORDER BY depth, retry_at, created_at LIMIT $2 FOR UPDATE SKIP LOCKED) due "
             "WHERE s.id = due.id RETURNING s.id",
             crawl, batch);
-        claim.commit();
         if (r.empty()) {
             break;
         }
@@ -122,14 +126,13 @@ long raw(pqxx::connection& conn, const std::string& crawl, long quota, long batc
         for (const auto& row : r) {
             ids += (ids.size() > 1 ? "," : "") + row[0].as<std::string>();
         }
-        pqxx::work complete(conn);
-        complete.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), "
+        session.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), "
                               " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL "
                               "WHERE id = ANY($1::uuid[])",
                               ids + "}");
-        complete.commit();
         done += static_cast<long>(r.size());
     }
+    session.exec0("RESET synchronous_commit");
     return done;
 }
 

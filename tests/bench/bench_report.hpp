@@ -20,6 +20,14 @@ inline void report_row(const std::string& row, const std::string& ours, const st
     std::fflush(stdout);
 }
 
+// A row for context, with no goal of its own ("-" in the goal and met columns).
+inline void report_context(const std::string& row, const std::string& ours, const std::string& baseline,
+                           const std::string& ratio)
+{
+    std::printf("ROW\t%s\t%s\t%s\t%s\t-\t-\n", row.c_str(), ours.c_str(), baseline.c_str(), ratio.c_str());
+    std::fflush(stdout);
+}
+
 inline std::string fixed(double v, int decimals = 1)
 {
     char buf[64];

@@ -8,6 +8,7 @@
 
 #include <signal.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -89,6 +90,57 @@ TEST_CASE("crawl_worker: a SIGKILLed snapshot worker's snapshot is retried - its
     CHECK(poll_until([&] { return !process_alive(orphan) && !process_alive(hook); }, 10s));
     CHECK(f.scalar("SELECT end_reason FROM process WHERE process_type = 'hook' AND parent_id = " +
                    f.quote(worker[0][0])) == "killed_on_recovery");
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a worker SIGKILLed on a later snapshot - that snapshot is retried - the earlier ones stay sealed",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto runs = f.root / "runs";
+    auto victim = f.root / "victim";
+    // The single worker's second hook run hangs (first attempt only) and names its URL.
+    f.write_hook("slow", "on_Snapshot__10_slow.sh",
+                 "echo \"$url\" >> '" + runs.string() + "'\n"
+                 "if [ \"$(wc -l < '" + runs.string() + "')\" = 2 ]; then\n"
+                 "  echo \"$url\" > '" + victim.string() + ".tmp' && mv '" + victim.string() + ".tmp' '" +
+                     victim.string() + "'\n"
+                 "  sleep 300\n"
+                 "fi\n" +
+                     succeeded_record("done"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}});
+
+    REQUIRE(poll_until([&] { return std::filesystem::exists(victim); }, 30s));
+    auto url = read_lines(victim).at(0);
+    auto snap = f.scalar("SELECT id FROM snapshot WHERE url = " + f.quote(url));
+    // The worker row moved on to the snapshot it now holds.
+    auto worker = f.rows("SELECT id, pid, snapshot_id FROM process WHERE worker_type = 'snapshot' AND status = 'running'");
+    REQUIRE(worker.size() == 1);
+    CHECK(worker[0][2] == snap);
+    CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = " + f.quote(snap)) == worker[0][0]);
+    REQUIRE(::kill(std::stoi(worker[0][1]), SIGKILL) == 0);
+
+    REQUIRE(p->wait_for(60s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    // The snapshot it died on ran again; the one it had sealed before did not.
+    CHECK(f.scalar("SELECT status || '/' || outcome || '/' || attempts FROM snapshot WHERE id = " + f.quote(snap)) ==
+          "sealed/succeeded/2");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND outcome = 'succeeded' AND attempts = 1") ==
+          2);
+    auto lines = read_lines(runs);
+    CHECK(lines.size() == 4);
+    CHECK(std::count(lines.begin(), lines.end(), url) == 2);
+    CHECK(f.scalar("SELECT term_signal FROM process WHERE id = " + f.quote(worker[0][0])) == "9");
+    // The killed worker, then one or two more (the retry waits a 1 s backoff, so a
+    // worker may finish the third snapshot and leave before the retry is due).
+    const auto workers = f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'");
+    CHECK(workers >= 2);
+    CHECK(workers <= 3);
+    CHECK(f.scalar("SELECT end_reason FROM process WHERE process_type = 'hook' AND snapshot_id = " + f.quote(snap) +
+                   " AND parent_id = " + f.quote(worker[0][0])) == "killed_on_recovery");
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
     check_nothing_left(f);
 }
 

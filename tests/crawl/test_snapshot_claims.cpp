@@ -115,11 +115,12 @@ TEST_CASE("batched claim: the owner is a pre-created process row - the worker ad
     CHECK(again->attempts() == 2);
 }
 
-TEST_CASE("batched claim: sealed - leased - not yet due - excluded snapshots are not claimed - expired leases are",
+TEST_CASE("batched claim: sealed - leased - not yet due - live owners' snapshots are not claimed - expired leases are",
           "[snapshot_claims]")
 {
     ClaimFixture f(6);
     auto live = random_uuid();
+    auto hung = random_uuid(); // a worker whose lease expired but which its supervisor knows runs
     f.exec("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), retry_at = NULL "
            "WHERE url = 'http://a.test/1'");
     f.exec("UPDATE snapshot SET status = 'started', lease_owner = " + f.quote(live) +
@@ -127,13 +128,29 @@ TEST_CASE("batched claim: sealed - leased - not yet due - excluded snapshots are
     f.exec("UPDATE snapshot SET retry_at = now() + interval '1 hour' WHERE url = 'http://a.test/3'");
     f.exec("UPDATE snapshot SET status = 'started', attempts = 1, lease_owner = gen_random_uuid(), "
            "lease_expires_at = now() - interval '1 second' WHERE url = 'http://a.test/4'");
-    auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(10), k_ttl,
-                                      {f.snapshot(5)});
-    REQUIRE(claims.size() == 2);
-    std::set<std::string> got{claims[0].snapshot_id, claims[1].snapshot_id};
-    CHECK(got == std::set<std::string>{f.snapshot(4), f.snapshot(6)});
-    for (const auto& c : claims) {
-        CHECK(c.attempts == (c.snapshot_id == f.snapshot(4) ? 2 : 1));
+    f.exec("UPDATE snapshot SET status = 'started', attempts = 1, lease_owner = " + f.quote(hung) +
+           ", lease_expires_at = now() - interval '1 second' WHERE url = 'http://a.test/5'");
+    SECTION("the crawl worker takes expired leases, except its live workers'")
+    {
+        ClaimScope scope;
+        scope.live_owners = {hung, random_uuid()};
+        auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(10), k_ttl, scope);
+        REQUIRE(claims.size() == 2);
+        std::set<std::string> got{claims[0].snapshot_id, claims[1].snapshot_id};
+        CHECK(got == std::set<std::string>{f.snapshot(4), f.snapshot(6)});
+        for (const auto& c : claims) {
+            CHECK(c.attempts == (c.snapshot_id == f.snapshot(4) ? 2 : 1));
+        }
+        CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE url = 'http://a.test/5'") == hung);
+    }
+    SECTION("a snapshot worker claiming for itself takes free snapshots only")
+    {
+        ClaimScope free_only;
+        free_only.take_expired = false;
+        auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(10), k_ttl, free_only);
+        REQUIRE(claims.size() == 1);
+        CHECK(claims[0].snapshot_id == f.snapshot(6));
+        CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_expires_at < now()") == "2");
     }
     CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE url = 'http://a.test/2'") == live);
 }

@@ -518,3 +518,23 @@ TEST_CASE("snapshot_worker: a hook whose output directory cannot be made fails -
     CHECK(r["on_Snapshot__20_y.sh"].status == "succeeded");
     CHECK(f.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = $1", {snap}) == "sealed/partial");
 }
+
+TEST_CASE("snapshot_worker: --continue run by hand is a usage error - nothing is claimed or run", "[snapshot_worker]")
+{
+    WorkerFixture f;
+    auto ran = f.file("ran");
+    f.write_hook("p", "on_Snapshot__10_mark.sh", "echo ran >> '" + ran.string() + "'\n");
+    auto snap = f.add_simple_snapshot();
+    auto argv = f.worker_argv(snap);
+    argv.push_back("--continue");
+    SpawnedProcess w(argv, f.worker_env());
+    REQUIRE(w.wait_for(std::chrono::seconds(60)));
+    INFO(w.err());
+    CHECK(w.exit_code() == 2);
+    CHECK_THAT(w.err(), Catch::Contains("--continue"));
+    CHECK_FALSE(std::filesystem::exists(ran));
+    CHECK(f.scalar("SELECT status || '/' || attempts || '/' || coalesce(lease_owner::text, '-') FROM snapshot "
+                   "WHERE id = $1",
+                   {snap}) == "queued/0/-");
+    CHECK(f.scalar("SELECT exit_code FROM process WHERE worker_type = 'snapshot'") == "2");
+}
