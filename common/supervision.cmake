@@ -10,6 +10,7 @@ target_sources(common PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/rerun_script.cpp
   ${CMAKE_CURRENT_LIST_DIR}/file_tail.cpp
   ${CMAKE_CURRENT_LIST_DIR}/child_environment.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/clone3_trampoline.cpp
   ${CMAKE_CURRENT_LIST_DIR}/launcher.cpp
   ${CMAKE_CURRENT_LIST_DIR}/supervised_tree.cpp
   ${CMAKE_CURRENT_LIST_DIR}/supervisor.cpp

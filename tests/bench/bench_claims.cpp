@@ -1,8 +1,11 @@
 // Row 3 of scripts/bench: claim + complete of snapshot rows, queue only (no
 // processes), 8 clients, each draining its own crawl as a crawl_worker does.
-//   ours:     claim_due_snapshots (the crawl worker's batched claim, k owners per
+//   ours, single:  what a snapshot worker that takes snapshot after snapshot runs
+//             per snapshot: claim_due_snapshots for itself (k = 1, free leases only,
+//             fenced on the crawl lease) + SnapshotStore::seal;
+//   ours, batched: the spawn path: the crawl worker's batched claim (k owners per
 //             statement) + Lease::adopt + SnapshotStore::seal per item (what each
-//             snapshot worker runs): the statements the workers run per snapshot;
+//             freshly started snapshot worker runs for its first snapshot);
 //   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... ORDER BY the
 //             same keys FOR UPDATE SKIP LOCKED LIMIT k) RETURNING, and a raw complete
 //             (UPDATE ... = ANY), on the same indexes, each one statement in
@@ -75,7 +78,7 @@ void reset(pqxx::connection& conn)
 // One client's work: claims and completes up to `quota` items (0 = until nothing is due).
 using Client = std::function<long(pqxx::connection&, const std::string& crawl, long quota)>;
 
-long ours(pqxx::connection& conn, const std::string& crawl, long quota, std::size_t batch)
+long ours_spawned(pqxx::connection& conn, const std::string& crawl, long quota, std::size_t batch)
 {
     const std::string crawl_worker =
         pqxx::nontransaction(conn).exec_params1("SELECT lease_owner FROM crawl WHERE id = $1", crawl)[0].as<std::string>();
@@ -101,6 +104,29 @@ long ours(pqxx::connection& conn, const std::string& crawl, long quota, std::siz
             store.seal();
             ++done;
         }
+    }
+    return done;
+}
+
+// A continuing snapshot worker: one claim for itself, then the seal, per snapshot.
+long ours_continuing(pqxx::connection& conn, const std::string& crawl, long quota)
+{
+    const std::string crawl_worker =
+        pqxx::nontransaction(conn).exec_params1("SELECT lease_owner FROM crawl WHERE id = $1", crawl)[0].as<std::string>();
+    const auto ttl = std::chrono::seconds(30);
+    const auto self = random_uuid();
+    ClaimScope free_only;
+    free_only.take_expired = false;
+    long done = 0;
+    while (quota == 0 || done < quota) {
+        auto claims = claim_due_snapshots(conn, crawl, crawl_worker, {self}, ttl, free_only);
+        if (claims.empty()) {
+            break;
+        }
+        SnapshotStore store(conn, claims[0].snapshot_id);
+        store.set_owner(self);
+        store.seal();
+        ++done;
     }
     return done;
 }
@@ -176,10 +202,10 @@ Rates measure(pqxx::connection& admin, const std::vector<std::unique_ptr<pqxx::c
         return static_cast<double>(n) / seconds;
     };
     Rates out{};
-    out.ours_single = rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours(c, crawl, q, 1); });
+    out.ours_single = rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours_continuing(c, crawl, q); });
     out.raw_single = rate([](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, 1); });
     out.ours_batched =
-        rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours(c, crawl, q, k_batch); });
+        rate([](pqxx::connection& c, const std::string& crawl, long q) { return ours_spawned(c, crawl, q, k_batch); });
     out.raw_batched = rate([](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, k_batch); });
     std::printf("claims, %ld due rows: ours %.0f/s single, %.0f/s batched; raw %.0f/s single, %.0f/s batched\n",
                 queue_rows, out.ours_single, out.ours_batched, out.raw_single, out.raw_batched);

@@ -45,6 +45,9 @@ TEST_CASE("polite - deaf - escaper and stopped hooks torn down together", "[tear
     const pid_t escaped_scrubbed = grandchild_of(scrubbed);
     REQUIRE(pid_alive(escaped));
     REQUIRE(pid_alive(escaped_scrubbed));
+    // A SIGTERM that lands before sh has run its trap kills it at once.
+    const auto deaf_log = fx.column(deaf.row_id, "stdout_path");
+    REQUIRE(eventually([&] { return read_file_tail(deaf_log).find("ready") != std::string::npos; }));
 
     const auto t0 = std::chrono::steady_clock::now();
     const auto outcomes = sup.teardown({}, 1500ms);
