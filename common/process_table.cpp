@@ -121,15 +121,6 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
                     param(end.stderr_tail));
 }
 
-void set_snapshot(pqxx::connection& conn, const std::string& id, const std::string& snapshot_id)
-{
-    // Display only: lost in a database crash, the row names the previous snapshot.
-    exec_autocommit(conn, "process_table.set_snapshot",
-                    std::string("UPDATE process SET snapshot_id = $2, heartbeat_at = now() FROM ") + k_async_commit +
-                        " WHERE id = $1",
-                    id, snapshot_id);
-}
-
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
 {
     if (ids.empty()) {

@@ -65,9 +65,6 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
 // may refine the reason recorded when the leader exited) but keeps a recorded
 // exit code when `end.exit_code` is empty.
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
-// The snapshot a long-lived snapshot worker is on now (its row's snapshot_id),
-// for dashboards; the leases say what it holds. Does not wait for the WAL flush.
-void set_snapshot(pqxx::connection& conn, const std::string& id, const std::string& snapshot_id);
 // heartbeat_at = now() for every id, in one statement.
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids);
 // Rows of this machine with status queued or running.

@@ -38,13 +38,19 @@ const std::string k_claim_sql = fmt::format(
     "  ORDER BY s.depth, s.retry_at, s.created_at "
     "  LIMIT cardinality($3::uuid[]) FOR UPDATE OF s SKIP LOCKED), "
     "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
-    "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)) "
-    "UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
-    "  status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
-    "  started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
-    "FROM numbered JOIN owners ON owners.n = numbered.n, {} "
-    "WHERE s.id = numbered.id "
-    "RETURNING s.id, s.lease_owner, s.attempts, numbered.n",
+    "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
+    "claimed AS ("
+    "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
+    "    status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
+    "    started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
+    "  FROM numbered JOIN owners ON owners.n = numbered.n, {} "
+    "  WHERE s.id = numbered.id "
+    "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
+    // An owner row that exists already (a worker claiming for itself) now names the
+    // snapshot it works on; rows created later get it at their creation.
+    "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
+    "            WHERE p.id = c.lease_owner AND p.status <> 'exited') "
+    "SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
     k_async_commit);
 
 } // namespace
@@ -65,7 +71,8 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
     for (const auto& row : r) {
         // RETURNING has no order: the owner index restores the claim order.
         auto i = row[3].as<std::size_t>() - 1;
-        out[i] = ClaimedSnapshot{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int>()};
+        out[i] = ClaimedSnapshot{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int>(),
+                                 row[4].as<std::string>(), row[5].as<int>()};
     }
     return out;
 }

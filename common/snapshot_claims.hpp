@@ -13,6 +13,8 @@ struct ClaimedSnapshot {
     std::string snapshot_id;
     std::string owner; // the process row id it was claimed for (lease_owner)
     int attempts = 0;  // after this claim
+    std::string url;
+    int depth = 0;
 };
 
 // Which leased snapshots a claim may take over.
@@ -33,7 +35,9 @@ struct ClaimScope {
 // sealed or has a cancellation requested. Each claimed snapshot is leased to a
 // distinct id of `owners` (process row ids; the rows may be created later with
 // these ids, see LaunchRequest::row_id) for `ttl`, moves from queued to started and
-// counts an attempt, exactly as Lease::claim does. A worker spawned for it adopts
+// counts an attempt, exactly as Lease::claim does; an owner's process row that
+// already exists gets the snapshot as its snapshot_id (dashboards show what a
+// worker is on). A worker spawned for it adopts
 // it with Lease::adopt, which does not count a second attempt; a worker claiming
 // for itself takes it up with Lease::granted.
 //

@@ -29,8 +29,8 @@ std::string json_text(const nlohmann::json& j)
 
 } // namespace
 
-SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id)
-    : m_conn(conn), m_snapshot_id(std::move(snapshot_id))
+SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id, std::string crawl_id)
+    : m_conn(conn), m_snapshot_id(std::move(snapshot_id)), m_crawl_id(std::move(crawl_id))
 {
 }
 

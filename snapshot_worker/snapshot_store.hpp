@@ -38,7 +38,8 @@ struct ResultState {
 // Not thread-safe; blocks for its round trips; throws what libpqxx throws.
 class SnapshotStore {
 public:
-    SnapshotStore(pqxx::connection& conn, std::string snapshot_id);
+    // `crawl_id` may be left empty until load() reads it.
+    SnapshotStore(pqxx::connection& conn, std::string snapshot_id, std::string crawl_id = {});
 
     // Reads the snapshot and its crawl; nullopt if there is no such snapshot.
     std::optional<SnapshotRecord> load();

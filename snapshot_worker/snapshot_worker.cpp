@@ -11,7 +11,6 @@
 #include "common/migrate.hpp"
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
-#include "common/process_table.hpp"
 #include "common/self_registration.hpp"
 #include "common/snapshot_claims.hpp"
 #include "common/stop_signals.hpp"
@@ -193,15 +192,16 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
             if (claims.empty()) {
                 break;
             }
+            // The claim returned what differs between snapshots of one crawl (and
+            // pointed our row at it); the crawl's settings are those read at start.
             const auto& claim = claims.front();
             log::set_context("snapshot", claim.snapshot_id);
-            process_table::set_snapshot(conn, self.id, claim.snapshot_id);
-            store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id);
-            snapshot = store->load();
+            snapshot->id = claim.snapshot_id;
+            snapshot->url = claim.url;
+            snapshot->depth = claim.depth;
+            snapshot->status = "started";
+            store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id, crawl_id);
             lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, ttl, claim.attempts);
-            if (!snapshot) { // deleted since the claim: nothing to run
-                lease.reset();
-            }
         }
     } catch (const LeaseLost& e) {
         log::warn(e.what());

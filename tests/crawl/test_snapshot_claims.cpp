@@ -99,6 +99,10 @@ TEST_CASE("batched claim: the owner is a pre-created process row - the worker ad
     REQUIRE(claims.size() == 1);
     CHECK(f.scalar("SELECT p.status FROM snapshot s JOIN process p ON p.id = s.lease_owner WHERE s.id = " +
                    f.quote(claims[0].snapshot_id)) == "queued");
+    // The existing owner row now names its snapshot; the claim returns what a worker needs of it.
+    CHECK(f.scalar("SELECT snapshot_id FROM process WHERE id = " + f.quote(row)) == claims[0].snapshot_id);
+    CHECK(claims[0].url == "http://a.test/1");
+    CHECK(claims[0].depth == 0);
     // Someone else's claim is refused; the owner's adoption keeps the attempt count.
     CHECK_FALSE(Lease::claim(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, random_uuid(), k_ttl));
     CHECK_FALSE(Lease::adopt(*f.conn, LeaseTable::snapshot, claims[0].snapshot_id, random_uuid(), k_ttl));
