@@ -5,7 +5,7 @@
 
 #include <chrono>
 #include <csignal>
-#include <fstream>
+#include <sstream>
 #include <thread>
 #include <utility>
 
@@ -28,8 +28,7 @@ void write_file(const std::filesystem::path& path, const std::string& value)
 
 std::string read_file(const std::filesystem::path& path)
 {
-    std::ifstream in(path);
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    return read_whole_file(path.string()).value_or(std::string());
 }
 
 } // namespace
@@ -108,7 +107,7 @@ CgroupLeaf::~CgroupLeaf()
 std::vector<pid_t> CgroupLeaf::members() const
 {
     std::vector<pid_t> pids;
-    std::ifstream in(m_dir / "cgroup.procs");
+    std::istringstream in(read_file(m_dir / "cgroup.procs"));
     pid_t pid = 0;
     while (in >> pid) {
         pids.push_back(pid);

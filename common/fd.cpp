@@ -1,5 +1,8 @@
 #include "common/fd.hpp"
 
+#include <cerrno>
+
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace orch {
@@ -12,6 +15,33 @@ void Fd::reset(int fd) noexcept
         ::close(m_fd);
     }
     m_fd = fd;
+}
+
+} // namespace orch
+
+namespace orch {
+
+std::optional<std::string> read_whole_file(const std::string& path)
+{
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    if (!fd) {
+        return std::nullopt;
+    }
+    std::string text;
+    char buf[4096];
+    for (;;) {
+        const ssize_t n = ::read(fd.get(), buf, sizeof buf);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n < 0) {
+            return std::nullopt;
+        }
+        if (n == 0) {
+            return text;
+        }
+        text.append(buf, static_cast<std::size_t>(n));
+    }
 }
 
 } // namespace orch

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <optional>
+#include <string>
 #include <utility>
 
 namespace orch {
@@ -33,5 +35,11 @@ public:
 private:
     int m_fd = -1;
 };
+
+// The whole content of a small file (/proc, /sys), read with read(2); nullopt
+// when it cannot be opened or a read fails (a /proc file of a process that
+// exits meanwhile fails with ESRCH: an expected outcome here, where
+// std::ifstream would throw from its buffer whatever its exception mask).
+std::optional<std::string> read_whole_file(const std::string& path);
 
 } // namespace orch

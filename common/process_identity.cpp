@@ -1,7 +1,7 @@
 #include "common/process_identity.hpp"
 
-#include <fstream>
-#include <iterator>
+#include "common/fd.hpp"
+
 #include <sstream>
 
 namespace orch {
@@ -9,12 +9,9 @@ namespace {
 
 std::string read_small_file(const std::string& path, bool& ok)
 {
-    std::ifstream in(path, std::ios::binary);
-    ok = static_cast<bool>(in);
-    if (!ok) {
-        return {};
-    }
-    return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    auto text = read_whole_file(path);
+    ok = text.has_value();
+    return text.value_or(std::string());
 }
 
 } // namespace

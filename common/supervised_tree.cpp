@@ -1,7 +1,9 @@
 #include "common/supervised_tree.hpp"
 
+#include "common/fd.hpp"
+
 #include <csignal>
-#include <fstream>
+#include <sstream>
 
 namespace orch {
 
@@ -37,7 +39,8 @@ bool SupervisedTree::in_leaf(pid_t pid) const
     // UUIDs, so a suffix match on /proc/<pid>/cgroup is exact.
     const std::string suffix =
         "/" + m_leaf->path().parent_path().filename().string() + "/" + m_leaf->path().filename().string();
-    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+    // The process may exit while we read: read_whole_file makes that "not in it".
+    std::istringstream in(read_whole_file("/proc/" + std::to_string(pid) + "/cgroup").value_or(std::string()));
     std::string line;
     while (std::getline(in, line)) {
         if (line.size() >= suffix.size() && line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0) {
