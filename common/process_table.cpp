@@ -95,15 +95,35 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
     tx.commit();
 }
 
-void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid)
+void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
+                  std::chrono::microseconds since_spawn)
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
     exec_autocommit(conn, "process_table.mark_running",
-                    std::string("UPDATE process SET status = 'running', started_at = now(), heartbeat_at = now(),"
+                    std::string("UPDATE process SET status = 'running',"
+                                " started_at = now() - make_interval(secs => $7), heartbeat_at = now(),"
                                 " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
                     k_async_commit + " WHERE id = $1",
                     id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
-                    pgid);
+                    pgid, static_cast<double>(since_spawn.count()) / 1e6);
+}
+
+void mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
+              std::chrono::microseconds since_spawn, const EndRecord& end)
+{
+    const auto pidfs_ino = text(identity.pidfs_ino);
+    const auto exit_code = text(end.exit_code);
+    const auto term_signal = text(end.term_signal);
+    exec_autocommit(conn, "process_table.mark_ran",
+                    std::string("UPDATE process SET status = 'exited',"
+                                " started_at = now() - make_interval(secs => $7), heartbeat_at = now(),"
+                                " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6,"
+                                " ended_at = now(), exit_code = $8::integer, term_signal = $9::integer,"
+                                " end_reason = $10, stdout_tail = $11, stderr_tail = $12 FROM ") +
+                    k_async_commit + " WHERE id = $1",
+                    id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
+                    pgid, static_cast<double>(since_spawn.count()) / 1e6, param(exit_code), param(term_signal),
+                    end.end_reason, param(end.stdout_tail), param(end.stderr_tail));
 }
 
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)

@@ -3,6 +3,7 @@
 #include "common/process_exit.hpp"
 #include "common/process_identity.hpp"
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -60,7 +61,15 @@ void insert_queued(pqxx::connection& conn, const NewRow& row);
 // Inserts a row for an already running process (a supervisor's own row).
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid);
 // queued -> running with its OS identity.
-void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid);
+// `since_spawn`: how long ago the process started (started_at = now() minus that;
+// the database's clock stays the only one in the row).
+void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
+                  std::chrono::microseconds since_spawn = std::chrono::microseconds(0));
+// queued -> exited in one statement, for a process whose running state was never
+// written (a hook that ended before its deferred running write): its identity,
+// its start `since_spawn` ago and its end.
+void mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
+              std::chrono::microseconds since_spawn, const EndRecord& end);
 // -> exited, ended_at = now(). Overwrites an earlier end record (a teardown
 // may refine the reason recorded when the leader exited) but keeps a recorded
 // exit code when `end.exit_code` is empty.

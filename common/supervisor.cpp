@@ -32,6 +32,10 @@ using std::chrono::milliseconds;
 // Adopted orphans give no pidfd event, so while anything is supervised the
 // loop wakes at least this often to reap them and re-check fallback trees.
 constexpr milliseconds k_poll_tick{100};
+// How long a hook's running write waits (see Supervisor::PendingRunning): short
+// enough that a dashboard hardly sees a running hook as queued, long enough to
+// cover a trivial hook.
+constexpr milliseconds k_running_write_delay{50};
 
 void epoll_add(int epoll, int fd, std::uint32_t events)
 {
@@ -103,6 +107,7 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
+        flush_running(true); // a tree that survived its teardown still gets its identity recorded
         m_trees.clear();
         m_containment.remove_group(m_self_id);
         if (m_containment.uses_cgroups()) {
@@ -192,7 +197,11 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     identity.start_ticks = read_proc_stat(result.pid).value_or(ProcStat{}).start_ticks;
     identity.pidfs_ino = child.pidfd.inode();
     identity.cookie = cookie;
-    process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
+    if (request.process_type == "hook") {
+        m_pending_running[result.row_id] = PendingRunning{identity, child.pgid, Clock::now()};
+    } else {
+        process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
+    }
 
     SweepTarget sweep{cookie, child.pgid, identity.start_ticks};
     auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
@@ -253,6 +262,7 @@ void Supervisor::process_events()
     }
     reap_orphans();
     collect_finished();
+    flush_running(false);
     if (Clock::now() >= m_next_heartbeat) {
         heartbeat();
     }
@@ -271,8 +281,7 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
     tree.set_leader_exit(exit);
     ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
     const auto elapsed = Clock::now() - tree.started();
-    process_table::mark_exited(m_conn, tree.row_id(),
-                               {exit.exit_code, exit.term_signal, tree.end_reason,
+    record_exit(tree.row_id(), {exit.exit_code, exit.term_signal, tree.end_reason,
                                 read_file_tail(tree.stdout_path(), m_options.tail_bytes),
                                 read_file_tail(tree.stderr_path(), m_options.tail_bytes)});
     tree.recorded = true;
@@ -398,11 +407,51 @@ void Supervisor::heartbeat()
     m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
 }
 
+void Supervisor::flush_running(bool all)
+{
+    const auto now = Clock::now();
+    for (auto it = m_pending_running.begin(); it != m_pending_running.end();) {
+        if (!all && now - it->second.spawned < k_running_write_delay) {
+            ++it;
+            continue;
+        }
+        const auto since = std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.spawned);
+        process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since);
+        it = m_pending_running.erase(it);
+    }
+}
+
+void Supervisor::flush_running(const std::string& row_id)
+{
+    const auto it = m_pending_running.find(row_id);
+    if (it == m_pending_running.end()) {
+        return;
+    }
+    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
+    process_table::mark_running(m_conn, row_id, it->second.identity, it->second.pgid, since);
+    m_pending_running.erase(it);
+}
+
+void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)
+{
+    const auto it = m_pending_running.find(row_id);
+    if (it == m_pending_running.end()) {
+        process_table::mark_exited(m_conn, row_id, end);
+        return;
+    }
+    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
+    process_table::mark_ran(m_conn, row_id, it->second.identity, it->second.pgid, since, end);
+    m_pending_running.erase(it);
+}
+
 void Supervisor::arm_timer(Clock::time_point now)
 {
     auto next = m_next_heartbeat;
     if (!m_trees.empty()) {
         next = std::min(next, now + k_poll_tick);
+    }
+    for (const auto& [id, pending] : m_pending_running) {
+        next = std::min(next, pending.spawned + k_running_write_delay);
     }
     const auto delay = std::max(next - now, Clock::duration(std::chrono::microseconds(100)));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();

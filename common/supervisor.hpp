@@ -3,6 +3,7 @@
 #include "common/containment.hpp"
 #include "common/fd.hpp"
 #include "common/launcher.hpp"
+#include "common/process_table.hpp"
 #include "common/recovery.hpp"
 #include "common/supervised_tree.hpp"
 
@@ -173,6 +174,23 @@ private:
     std::chrono::steady_clock::time_point m_next_log_check;
     std::set<std::string> m_bounded_logs; // logs already reported as over their limit
     bool m_owns_self_row = false;
+
+    // A hook's running write is deferred by k_running_write_delay: one that ends
+    // before is recorded queued -> exited in one statement (a round trip less per
+    // short hook). Workers are recorded running at once: other processes'
+    // recovery judges a worker's children by the worker's recorded identity.
+    struct PendingRunning {
+        ProcessIdentity identity;
+        pid_t pgid = 0;
+        std::chrono::steady_clock::time_point spawned;
+    };
+    std::map<std::string, PendingRunning> m_pending_running;
+    // Writes the deferred running rows that are due (all of them with `all`).
+    void flush_running(bool all);
+    // Writes one row's deferred running state, if any, before another write to it.
+    void flush_running(const std::string& row_id);
+    // Records a leader's end: with its identity when that was never written.
+    void record_exit(const std::string& row_id, const process_table::EndRecord& end);
 };
 
 } // namespace orch

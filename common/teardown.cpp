@@ -178,7 +178,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                                                   {"killed", tree->killed ? "true" : "false"},
                                                   {"elapsed_ms", ms(now - t0)}});
                 if (tree->killed) {
-                    process_table::mark_exited(m_conn, entry.row_id,
+                    record_exit(entry.row_id,
                                                {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
                 }
                 finish(*tree, true);
@@ -194,7 +194,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                 entry.give_up = now + m_options.kill_timeout;
             } else if (tree->killed && now >= entry.give_up) {
                 log::error("teardown: tree survived SIGKILL", {{"process", entry.row_id}, {"name", tree->name()}});
-                process_table::mark_exited(m_conn, entry.row_id,
+                record_exit(entry.row_id,
                                            {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
                 finish(*tree, false);
                 entry.done = true;

@@ -178,3 +178,38 @@ TEST_CASE("a moved cgroup leaf is removed once - by its owner - and assignment r
     CHECK(first.remove());
     CHECK_FALSE(std::filesystem::exists(second_dir));
 }
+
+TEST_CASE("a hook's running write is deferred: a short hook is recorded in one write with its identity - a longer "
+          "one shows running within the delay",
+          "[supervisor]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+    // Ends well within the 50 ms delay: queued -> exited, identity and start included.
+    const auto quick = sup.launch(fx.request({"true"}));
+    REQUIRE(quick.started());
+    CHECK(fx.column(quick.row_id, "status") == "queued");
+    CHECK(sup.wait(quick.row_id, 20s).exit_code == 0);
+    CHECK(fx.column(quick.row_id, "status") == "exited");
+    CHECK(fx.column(quick.row_id, "pid") == std::to_string(quick.pid));
+    CHECK_FALSE(fx.column(quick.row_id, "start_ticks").empty());
+    CHECK_FALSE(fx.column(quick.row_id, "boot_id").empty());
+    CHECK(fx.column(quick.row_id, "(started_at <= ended_at AND started_at >= created_at)") == "true");
+
+    // Runs on: recorded running with its identity once the delay has passed (the
+    // supervisor's timer wakes its owner's loop for it).
+    const auto slow = sup.launch(fx.request({"sleep", "5"}));
+    REQUIRE(slow.started());
+    REQUIRE(eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 100);
+        sup.process_events();
+        return fx.column(slow.row_id, "status") == "running";
+    }));
+    CHECK(fx.column(slow.row_id, "pid") == std::to_string(slow.pid));
+    // started_at is the spawn, not the deferred write.
+    CHECK(fx.column(slow.row_id, "(started_at < heartbeat_at)") == "true");
+    const auto outcomes = sup.teardown({slow.row_id}, 2s);
+    REQUIRE(outcomes.size() == 1);
+    CHECK(fx.column(slow.row_id, "status") == "exited");
+}
