@@ -109,9 +109,21 @@ struct CrawlRun {
     int workers = 0; // snapshot_worker processes the crawl used
 };
 
+// Lets the database go quiet before a measurement: flushes what earlier steps
+// (bench_claims' million rows, the history fill) left dirty and waits for their
+// autovacuum workers, which otherwise take CPU from whichever figure runs next.
+// Every measured run, ours and the baselines, gets the same.
+void settle(Bench& b)
+{
+    pqxx::nontransaction(*b.conn).exec0("CHECKPOINT");
+    eventually([&] { return b.scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'") == 0; },
+               std::chrono::seconds(60));
+}
+
 // One crawl of n URLs through the real executables (one-shot orchestrator).
 CrawlRun crawl(Bench& b, int n, const std::string& tag)
 {
+    settle(b);
     const auto id = b.add(urls(n, tag));
     const auto t0 = Clock::now();
     SpawnedProcess orch(b.orchestrator({"--idle-window", "0", "--max-crawl-workers", "1", "--max-snapshot-workers",
@@ -143,6 +155,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
 // connection per snapshot (the structure before snapshot workers continued).
 double raw_ceiling(Bench& b, int n, int workers)
 {
+    settle(b);
     const auto worker = bin_path("bench_raw_worker").string();
     const auto hook = b.noop.string();
     const auto url = "DATABASE_URL=" + b.db.url();

@@ -10,6 +10,7 @@
 
 #include <chrono>
 #include <random>
+#include <string>
 #include <thread>
 
 namespace orch::chaos {
@@ -72,6 +73,29 @@ private:
     double m_sealed_after = -1;
 };
 
+// Waits until `fraction` of the crawl's snapshots are sealed (at most `limit`).
+// The fault lands at a random point of the crawl's progress rather than after a
+// fixed delay: how long a crawl takes depends on the machine and the build, and a
+// fault injected after the crawl has ended tests nothing.
+void wait_for_progress(const std::string& db_url, const std::string& crawl, int urls, double fraction,
+                       std::chrono::seconds limit)
+{
+    const auto until = Clock::now() + limit;
+    const auto wanted = static_cast<long>(fraction * urls);
+    while (Clock::now() < until) {
+        try {
+            auto rows = query(db_url, "SELECT count(*) FROM snapshot WHERE status = 'sealed' AND crawl_id = '" +
+                                          crawl + "'");
+            if (!rows.empty() && std::stol(rows[0][0]) >= wanted) {
+                return;
+            }
+        } catch (const std::exception&) {
+            // The database may be restarting under an earlier trial's fault: keep waiting.
+        }
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+}
+
 } // namespace
 
 TrialResult run_trial(const TrialOptions& o)
@@ -103,8 +127,11 @@ TrialResult run_trial(const TrialOptions& o)
 
     // Phase 1: the system under fault.
     auto first = sandbox.start_orchestrator(res.daemon);
-    double delay = is_hostile_hook(o.kind) ? 0.0 : std::uniform_real_distribution<double>(0.3, 3.0)(rng);
-    std::this_thread::sleep_for(std::chrono::duration<double>(delay));
+    if (!is_hostile_hook(o.kind)) {
+        const double fraction = std::uniform_real_distribution<double>(0.0, 0.6)(rng);
+        std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the tree is up
+        wait_for_progress(sandbox.db_url(), crawl, res.urls, fraction, std::chrono::seconds(10));
+    }
     auto fault_at = Clock::now();
     auto report = injector.inject(o.kind, first->pid());
     res.injected = report.injected;
