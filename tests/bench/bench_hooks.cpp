@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <map>
 #include <thread>
+#include <vector>
 
 #include <spawn.h>
 #include <sys/wait.h>
@@ -65,19 +66,24 @@ double supervised_us(Supervisor& sup, SupervisionFixture& fx, const std::string&
 // Returns the supervised cost per hook in microseconds.
 double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs)
 {
-    // Warm up both paths, then alternate rounds so background noise hits both alike.
+    // Warm up both paths, then alternate rounds so background noise hits both alike,
+    // and take each side's median round: a burst of noise on this VM (2-3x for a
+    // second or two) then moves neither figure, where a mean took it in whole.
     raw_spawn_us(program, 20);
     supervised_us(sup, fx, program, 20);
-    double raw = 0;
-    double ours = 0;
-    const int rounds = 4;
+    std::vector<double> raw_rounds;
+    std::vector<double> our_rounds;
+    const int rounds = 8;
     for (int round = 0; round < rounds; ++round) {
-        raw += raw_spawn_us(program, runs / rounds);
-        ours += supervised_us(sup, fx, program, runs / rounds);
+        raw_rounds.push_back(raw_spawn_us(program, runs / rounds));
+        our_rounds.push_back(supervised_us(sup, fx, program, runs / rounds));
     }
-    raw /= rounds;
-    ours /= rounds;
-    std::printf("hook overhead: supervised %.0f us, raw posix_spawn+waitpid %.0f us (%d runs each)\n", ours, raw, runs);
+    const double raw = bench::quantile(raw_rounds, 0.5);
+    const double ours = bench::quantile(our_rounds, 0.5);
+    std::printf("hook overhead: supervised %.0f us, raw posix_spawn+waitpid %.0f us (median of %d rounds, %d runs "
+                "each; rounds: ours %.0f-%.0f, raw %.0f-%.0f)\n",
+                ours, raw, rounds, runs, bench::quantile(our_rounds, 0), bench::quantile(our_rounds, 1),
+                bench::quantile(raw_rounds, 0), bench::quantile(raw_rounds, 1));
     bench::report_row("1 hook overhead (us/hook)", bench::fixed(ours, 0), bench::fixed(raw, 0),
                       bench::fixed(ours / raw, 2), "ratio <= 2.0", ours / raw <= 2.0);
     return ours;
