@@ -32,10 +32,6 @@ using std::chrono::milliseconds;
 // Adopted orphans give no pidfd event, so while anything is supervised the
 // loop wakes at least this often to reap them and re-check fallback trees.
 constexpr milliseconds k_poll_tick{100};
-// How long a hook's running write waits (see Supervisor::PendingRunning): short
-// enough that a dashboard hardly sees a running hook as queued, long enough to
-// cover a trivial hook.
-constexpr milliseconds k_running_write_delay{50};
 
 void epoll_add(int epoll, int fd, std::uint32_t events)
 {
@@ -405,43 +401,6 @@ void Supervisor::heartbeat()
     }
     process_table::heartbeat(m_conn, ids);
     m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
-}
-
-void Supervisor::flush_running(bool all)
-{
-    const auto now = Clock::now();
-    for (auto it = m_pending_running.begin(); it != m_pending_running.end();) {
-        if (!all && now - it->second.spawned < k_running_write_delay) {
-            ++it;
-            continue;
-        }
-        const auto since = std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.spawned);
-        process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since);
-        it = m_pending_running.erase(it);
-    }
-}
-
-void Supervisor::flush_running(const std::string& row_id)
-{
-    const auto it = m_pending_running.find(row_id);
-    if (it == m_pending_running.end()) {
-        return;
-    }
-    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
-    process_table::mark_running(m_conn, row_id, it->second.identity, it->second.pgid, since);
-    m_pending_running.erase(it);
-}
-
-void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)
-{
-    const auto it = m_pending_running.find(row_id);
-    if (it == m_pending_running.end()) {
-        process_table::mark_exited(m_conn, row_id, end);
-        return;
-    }
-    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
-    process_table::mark_ran(m_conn, row_id, it->second.identity, it->second.pgid, since, end);
-    m_pending_running.erase(it);
 }
 
 void Supervisor::arm_timer(Clock::time_point now)

@@ -185,6 +185,9 @@ private:
         std::chrono::steady_clock::time_point spawned;
     };
     std::map<std::string, PendingRunning> m_pending_running;
+    // Short enough that a dashboard hardly sees a running hook as queued, long
+    // enough to cover a trivial hook. (common/deferred_running.cpp)
+    static constexpr std::chrono::milliseconds k_running_write_delay{50};
     // Writes the deferred running rows that are due (all of them with `all`).
     void flush_running(bool all);
     // Writes one row's deferred running state, if any, before another write to it.

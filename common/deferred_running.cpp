@@ -1,0 +1,48 @@
+#include "common/supervisor.hpp"
+
+// Supervisor's deferred running writes (see Supervisor::PendingRunning): a
+// hook's row goes queued -> running only once it has run k_running_write_delay,
+// or queued -> exited in one statement with its identity when it ends sooner.
+
+namespace orch {
+
+using Clock = std::chrono::steady_clock;
+
+void Supervisor::flush_running(bool all)
+{
+    const auto now = Clock::now();
+    for (auto it = m_pending_running.begin(); it != m_pending_running.end();) {
+        if (!all && now - it->second.spawned < k_running_write_delay) {
+            ++it;
+            continue;
+        }
+        const auto since = std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.spawned);
+        process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since);
+        it = m_pending_running.erase(it);
+    }
+}
+
+void Supervisor::flush_running(const std::string& row_id)
+{
+    const auto it = m_pending_running.find(row_id);
+    if (it == m_pending_running.end()) {
+        return;
+    }
+    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
+    process_table::mark_running(m_conn, row_id, it->second.identity, it->second.pgid, since);
+    m_pending_running.erase(it);
+}
+
+void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)
+{
+    const auto it = m_pending_running.find(row_id);
+    if (it == m_pending_running.end()) {
+        process_table::mark_exited(m_conn, row_id, end);
+        return;
+    }
+    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
+    process_table::mark_ran(m_conn, row_id, it->second.identity, it->second.pgid, since, end);
+    m_pending_running.erase(it);
+}
+
+} // namespace orch
