@@ -54,15 +54,35 @@ struct CloneIntoCgroupLauncher : bp::posix::default_launcher {
     }
 
 private:
-    // The child's stack while it shares our memory: one per thread, made once.
-    static void* child_stack_top()
+    static constexpr std::size_t k_child_stack_size = 256 * 1024;
+
+    // The child's stack while it shares our memory: one per thread, made once;
+    // nullptr if it cannot be mapped.
+    static void* child_stack()
     {
-        constexpr std::size_t k_size = 256 * 1024;
-        thread_local void* top = [] {
-            void* base = ::mmap(nullptr, k_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-            return base == MAP_FAILED ? nullptr : static_cast<char*>(base) + k_size;
+        thread_local void* base = [] {
+            void* p = ::mmap(nullptr, k_child_stack_size, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+            return p == MAP_FAILED ? nullptr : p;
         }();
-        return top;
+        return base;
+    }
+
+    // In the child, either way: the initializers' setup, closing inherited
+    // descriptors, exec. Returns only when one of them failed, with its error.
+    template <typename Context, typename Argv, typename... Inits>
+    bp::error_code exec_in_child(Context& ctx, const bp::filesystem::path& executable, Argv& argv, Inits&... inits)
+    {
+        ctx.notify_fork(boost::asio::execution_context::fork_child);
+        bp::error_code ec = bp::posix::detail::on_exec_setup(*this, executable, argv, inits...);
+        if (!ec) {
+            close_all_fds(ec);
+        }
+        if (!ec) {
+            ::execve(executable.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(env));
+            ec.assign(errno, bp::system_category());
+        }
+        return ec;
     }
 
     template <typename Executor, typename Args, typename... Inits>
@@ -72,8 +92,8 @@ private:
         namespace detail = bp::posix::detail;
         using boost::asio::execution_context;
         auto argv = this->build_argv_(executable, std::forward<Args>(args));
-        void* stack_top = child_stack_top();
-        if (stack_top == nullptr) {
+        void* stack = child_stack();
+        if (stack == nullptr) {
             ec.assign(ENOMEM, bp::system_category());
             return bp::basic_process<Executor>{exec};
         }
@@ -86,15 +106,7 @@ private:
         // Written by the child, read once it has exec'd (0) or exited (its errno).
         volatile int child_error = 0;
         auto child = [&]() {
-            ctx.notify_fork(execution_context::fork_child);
-            bp::error_code cec = detail::on_exec_setup(*this, executable, argv, inits...);
-            if (!cec) {
-                close_all_fds(cec);
-            }
-            if (!cec) {
-                ::execve(executable.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(env));
-                cec.assign(errno, bp::system_category());
-            }
+            bp::error_code cec = exec_in_child(ctx, executable, argv, inits...);
             child_error = cec.value() != 0 ? cec.value() : EINVAL;
             detail::on_exec_error(*this, executable, argv, cec, inits...);
             ::_exit(127);
@@ -105,8 +117,8 @@ private:
         args3.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
         args3.exit_signal = SIGCHLD;
         args3.cgroup = static_cast<__u64>(m_cgroup_dir_fd);
-        args3.stack = reinterpret_cast<__u64>(static_cast<char*>(stack_top) - 256 * 1024);
-        args3.stack_size = 256 * 1024;
+        args3.stack = reinterpret_cast<__u64>(stack);
+        args3.stack_size = k_child_stack_size;
         const long rc = clone3_run(&args3, sizeof args3, [](void* body) -> int {
             (*static_cast<Child*>(body))();
             return 127;
@@ -168,15 +180,7 @@ private:
             return bp::basic_process<Executor>{exec};
         }
         if (pid == 0) {
-            ctx.notify_fork(execution_context::fork_child);
-            ec = detail::on_exec_setup(*this, executable, argv, inits...);
-            if (!ec) {
-                close_all_fds(ec);
-            }
-            if (!ec) {
-                ::execve(executable.c_str(), const_cast<char* const*>(argv), const_cast<char* const*>(env));
-                ec.assign(errno, bp::system_category());
-            }
+            ec = exec_in_child(ctx, executable, argv, inits...);
             const int err = ec.value();
             [[maybe_unused]] auto written = ::write(write_end.get(), &err, sizeof err);
             detail::on_exec_error(*this, executable, argv, ec, inits...);

@@ -8,11 +8,11 @@ namespace orch {
 
 using Clock = std::chrono::steady_clock;
 
-void Supervisor::flush_running(bool all)
+void Supervisor::flush_due_running()
 {
     const auto now = Clock::now();
     for (auto it = m_pending_running.begin(); it != m_pending_running.end();) {
-        if (!all && now - it->second.spawned < k_running_write_delay) {
+        if (now - it->second.spawned < k_running_write_delay) {
             ++it;
             continue;
         }
@@ -20,17 +20,6 @@ void Supervisor::flush_running(bool all)
         process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since);
         it = m_pending_running.erase(it);
     }
-}
-
-void Supervisor::flush_running(const std::string& row_id)
-{
-    const auto it = m_pending_running.find(row_id);
-    if (it == m_pending_running.end()) {
-        return;
-    }
-    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
-    process_table::mark_running(m_conn, row_id, it->second.identity, it->second.pgid, since);
-    m_pending_running.erase(it);
 }
 
 void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)

@@ -103,7 +103,6 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
-        flush_running(true); // a tree that survived its teardown still gets its identity recorded
         m_trees.clear();
         m_containment.remove_group(m_self_id);
         if (m_containment.uses_cgroups()) {
@@ -258,7 +257,7 @@ void Supervisor::process_events()
     }
     reap_orphans();
     collect_finished();
-    flush_running(false);
+    flush_due_running();
     if (Clock::now() >= m_next_heartbeat) {
         heartbeat();
     }

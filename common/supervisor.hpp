@@ -188,10 +188,8 @@ private:
     // Short enough that a dashboard hardly sees a running hook as queued, long
     // enough to cover a trivial hook. (common/deferred_running.cpp)
     static constexpr std::chrono::milliseconds k_running_write_delay{50};
-    // Writes the deferred running rows that are due (all of them with `all`).
-    void flush_running(bool all);
-    // Writes one row's deferred running state, if any, before another write to it.
-    void flush_running(const std::string& row_id);
+    // Writes the deferred running rows that are due.
+    void flush_due_running();
     // Records a leader's end: with its identity when that was never written.
     void record_exit(const std::string& row_id, const process_table::EndRecord& end);
 };
