@@ -1,6 +1,7 @@
 #include "common/process_table.hpp"
 
 #include "common/autocommit_statement.hpp"
+#include "common/pending_statement.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -53,12 +54,12 @@ std::optional<T> get(const pqxx::field& field)
 
 } // namespace
 
-void insert_queued(pqxx::connection& conn, const NewRow& row)
+PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row)
 {
     const std::string cmd = nlohmann::json(row.cmd).dump();
     const std::string env = nlohmann::json(row.env).dump();
     const auto timeout_s = text(row.timeout_s);
-    exec_autocommit(conn, "process_table.insert_queued",
+    return send_autocommit(conn, "process_table.insert_queued",
                     std::string(
                         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
                         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
@@ -108,13 +109,13 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
                     pgid, static_cast<double>(since_spawn.count()) / 1e6);
 }
 
-void mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
-              std::chrono::microseconds since_spawn, const EndRecord& end)
+PendingStatement send_mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity,
+                               pid_t pgid, std::chrono::microseconds since_spawn, const EndRecord& end)
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
-    exec_autocommit(conn, "process_table.mark_ran",
+    return send_autocommit(conn, "process_table.mark_ran",
                     std::string("UPDATE process SET status = 'exited',"
                                 " started_at = now() - make_interval(secs => $7), heartbeat_at = now(),"
                                 " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6,"
@@ -126,11 +127,11 @@ void mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdenti
                     end.end_reason, param(end.stdout_tail), param(end.stderr_tail));
 }
 
-void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
+PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
 {
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
-    exec_autocommit(conn, "process_table.mark_exited",
+    return send_autocommit(conn, "process_table.mark_exited",
                     std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
                                 " exit_code = COALESCE($2::integer, exit_code),"
                                 " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"
@@ -139,6 +140,11 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
                     k_async_commit + " WHERE id = $1",
                     id, param(exit_code), param(term_signal), end.end_reason, param(end.stdout_tail),
                     param(end.stderr_tail));
+}
+
+void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
+{
+    send_mark_exited(conn, id, end).finish();
 }
 
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/pending_statement.hpp"
 #include "common/process_exit.hpp"
 #include "common/process_identity.hpp"
 
@@ -56,8 +57,10 @@ struct EndRecord {
     std::optional<std::string> stderr_tail;
 };
 
-// INSERT with status 'queued'.
-void insert_queued(pqxx::connection& conn, const NewRow& row);
+// INSERT with status 'queued'. The send_ functions send their statement and
+// return without waiting for it (see PendingStatement: `conn` is busy until
+// the statement is finished).
+[[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row);
 // Inserts a row for an already running process (a supervisor's own row).
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid);
 // queued -> running with its OS identity.
@@ -68,12 +71,14 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
 // queued -> exited in one statement, for a process whose running state was never
 // written (a hook that ended before its deferred running write): its identity,
 // its start `since_spawn` ago and its end.
-void mark_ran(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
-              std::chrono::microseconds since_spawn, const EndRecord& end);
+[[nodiscard]] PendingStatement send_mark_ran(pqxx::connection& conn, const std::string& id,
+                                             const ProcessIdentity& identity, pid_t pgid,
+                                             std::chrono::microseconds since_spawn, const EndRecord& end);
 // -> exited, ended_at = now(). Overwrites an earlier end record (a teardown
 // may refine the reason recorded when the leader exited) but keeps a recorded
 // exit code when `end.exit_code` is empty.
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
+[[nodiscard]] PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
 // heartbeat_at = now() for every id, in one statement.
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids);
 // Rows of this machine with status queued or running.

@@ -17,6 +17,8 @@
 #include <csignal>
 #include <fstream>
 
+#include <poll.h>
+
 #include <sys/epoll.h>
 #include <sys/prctl.h>
 #include <sys/timerfd.h>
@@ -103,6 +105,7 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
+        m_in_flight.reset();
         m_trees.clear();
         m_containment.remove_group(m_self_id);
         if (m_containment.uses_cgroups()) {
@@ -152,9 +155,6 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.crawl_id = request.crawl_id;
     row.snapshot_id = request.snapshot_id;
     row.archive_result_id = request.archive_result_id;
-    // The row exists before the process: a crash after the spawn leaves a
-    // cookie and a cgroup path that recovery can find.
-    process_table::insert_queued(m_conn, row);
     try {
         write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
     } catch (const std::exception& e) {
@@ -175,14 +175,43 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     spec.stderr_path = stderr_path;
     spec.cgroup_dir_fd = leaf ? leaf->dir_fd() : -1;
     spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
+    settle_write();
+    auto insert = process_table::send_insert_queued(m_conn, row);
+    // A hook in a cgroup leaf starts while its row commits: the server works
+    // on the row while we open the log files and the child execs (we block in
+    // the vfork, so the server gets our CPU). Should we crash before the row
+    // commits, the hook is still found: it lives in a leaf of our group, and
+    // recovery tears down every leaf of a dead supervisor's group, row or no
+    // row (the case a lost asynchronous commit already needs). Every other
+    // process gets its row first: without a leaf, only the row's cookie finds
+    // a process again; and a worker may register itself before the row would
+    // have committed.
+    const bool row_first = !(leaf && request.process_type == "hook");
+    if (row_first) {
+        insert.finish();
+    }
     auto spawned = spawn_process(spec);
     if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
+        insert.finish();
         log::warn("spawn failed", {{"process", result.row_id}, {"name", request.name}, {"error", failure->message}});
         process_table::mark_exited(m_conn, result.row_id, {std::nullopt, std::nullopt, "spawn_failed", {}, failure->message});
         result.failure = *failure;
         return result;
     }
     auto& child = std::get<Spawned>(spawned);
+    if (!row_first) {
+        try {
+            insert.finish();
+        } catch (const std::exception& e) {
+            // No row, no supervision: the hook must not outlive this call.
+            log::warn("row not written: stopping the hook", {{"process", result.row_id}, {"error", e.what()}});
+            leaf->kill();
+            pollfd exited{child.pidfd.fd(), POLLIN, 0};
+            ::poll(&exited, 1, static_cast<int>(m_options.kill_timeout.count()));
+            child.pidfd.try_reap();
+            throw;
+        }
+    }
     result.pid = child.pidfd.pid();
     // Our unreaped child's pid is pinned, so its stat is valid even if it
     // has already exited.
@@ -239,6 +268,13 @@ std::vector<std::string> Supervisor::running() const
 }
 
 void Supervisor::process_events()
+{
+    InFlightGuard guard{m_in_flight};
+    handle_events();
+    settle_write();
+}
+
+void Supervisor::handle_events()
 {
     epoll_event events[64];
     int n;
@@ -343,11 +379,11 @@ void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
     bound_logs(tree);
     auto outcome = outcome_of(tree);
     outcome.tree_empty = tree_empty;
-    if (tree_empty) {
-        tree.release();
-    }
     if (tree.events_fd() >= 0) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.events_fd(), nullptr);
+    }
+    if (tree_empty) {
+        tree.release();
     }
     if (!tree.leader_exit()) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
@@ -385,13 +421,17 @@ RecoveryReport Supervisor::recover(milliseconds grace)
     options.self_row_id = m_self_id;
     options.grace = grace;
     options.kill_timeout = m_options.kill_timeout;
+    InFlightGuard guard{m_in_flight};
+    settle_write();
     auto report = cleanup_stale_running(m_conn, m_options.machine_id, options);
     reap_orphans();
+    settle_write();
     return report;
 }
 
 void Supervisor::heartbeat()
 {
+    settle_write();
     std::vector<std::string> ids{m_self_id};
     for (const auto& [id, tree] : m_trees) {
         if (!tree->recorded) {
@@ -436,7 +476,7 @@ void Supervisor::wait_until(Clock::time_point until)
     do {
         n = ::epoll_wait(m_epoll.get(), events, 16, static_cast<int>(wait.count()));
     } while (n < 0 && errno == EINTR);
-    process_events();
+    handle_events();
 }
 
 } // namespace orch

@@ -8,6 +8,7 @@
 #include "common/supervised_tree.hpp"
 
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <map>
 #include <set>
@@ -152,6 +153,10 @@ private:
     void track(std::unique_ptr<SupervisedTree> tree);
     void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
     void reap_orphans();
+    // process_events() without settling m_in_flight: wait() and teardown() go
+    // on with a tree's cleanup while its exit write is on its way, and settle
+    // before they return.
+    void handle_events();
     bool fast_stop_requested() const;
     void bound_logs(const SupervisedTree& tree);
     void finish(SupervisedTree& tree, bool tree_empty);
@@ -190,8 +195,27 @@ private:
     static constexpr std::chrono::milliseconds k_running_write_delay{50};
     // Writes the deferred running rows that are due.
     void flush_due_running();
-    // Records a leader's end: with its identity when that was never written.
+    // Sends a leader's end record (with its identity when that was never
+    // written) as m_in_flight; settle_write() completes it.
     void record_exit(const std::string& row_id, const process_table::EndRecord& end);
+    // The one row write that may be in flight on m_conn. Every use of m_conn
+    // settles it first, and no public member returns with it unsettled, so the
+    // owner always finds the connection idle.
+    std::optional<PendingStatement> m_in_flight;
+    // Waits for m_in_flight. Throws what PendingStatement::finish throws.
+    void settle_write();
+    // Drains m_in_flight (ignoring its outcome) when a member that let it
+    // run on leaves by an exception, so the owner still finds the connection idle.
+    struct InFlightGuard {
+        std::optional<PendingStatement>& in_flight;
+        int exceptions = std::uncaught_exceptions();
+        ~InFlightGuard()
+        {
+            if (std::uncaught_exceptions() > exceptions) {
+                in_flight.reset();
+            }
+        }
+    };
 };
 
 } // namespace orch

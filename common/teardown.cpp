@@ -62,11 +62,15 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     }
     auto kill_at = Clock::time_point::max();
     auto give_up = Clock::time_point::max();
+    // The exit write may still be on its way when the tree is done: settled
+    // before returning.
+    InFlightGuard guard{m_in_flight};
     for (;;) {
-        process_events();
+        handle_events();
         if (auto done = m_done.find(row_id); done != m_done.end()) {
             auto outcome = done->second;
             m_done.erase(done);
+            settle_write();
             return outcome;
         }
         tree = find(row_id);
@@ -120,6 +124,7 @@ bool Supervisor::fast_stop_requested() const
 std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
                                                  std::optional<milliseconds> grace, TermTarget term_target)
 {
+    InFlightGuard guard{m_in_flight};
     const auto t0 = Clock::now();
     const auto cap = grace.value_or(m_options.teardown_grace);
     std::vector<TeardownEntry> entries;
@@ -152,7 +157,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
     // its own deadline; phase 3: SIGKILL what is still populated then.
     bool fast = false;
     for (;;) {
-        process_events();
+        handle_events();
         const auto now = Clock::now();
         if (!fast && fast_stop_requested()) {
             // A second stop request: nobody wants to wait for the graceful path any more.
@@ -214,6 +219,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
             m_done.erase(done);
         }
     }
+    settle_write();
     log::info("teardown complete", {{"trees", std::to_string(entries.size())}, {"elapsed_ms", ms(Clock::now() - t0)}});
     return outcomes;
 }

@@ -1,6 +1,7 @@
 #include "tests/common/supervision_fixture.hpp"
 
 #include "common/file_tail.hpp"
+#include "common/process_identity.hpp"
 #include "common/random_id.hpp"
 
 #include <catch2/catch.hpp>
@@ -212,4 +213,34 @@ TEST_CASE("a hook's running write is deferred: a short hook is recorded in one w
     const auto outcomes = sup.teardown({slow.row_id}, 2s);
     REQUIRE(outcomes.size() == 1);
     CHECK(fx.column(slow.row_id, "status") == "exited");
+}
+
+TEST_CASE("a hook whose row cannot be written does not run on: the error is thrown - nothing is left", "[supervisor]")
+{
+    SupervisionFixture fx;
+    const bool fallback = GENERATE(false, true);
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    // A crawl that does not exist: the row's foreign key fails. In a cgroup leaf
+    // the hook is spawned while its row commits, so it must be stopped again.
+    auto req = fx.request({"sleep", "30"});
+    req.row_id = random_uuid();
+    req.crawl_id = random_uuid();
+    CHECK_THROWS_AS(sup.launch(req), pqxx::sql_error);
+    CHECK(fx.column(req.row_id, "status").empty());
+    CHECK(sup.running().empty());
+    CHECK_FALSE(std::filesystem::exists(sup.containment().scope_dir() / sup.self_row_id() / req.row_id));
+    int children = 0;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        const auto name = entry.path().filename().string();
+        if (name.find_first_not_of("0123456789") == std::string::npos) {
+            const auto stat = read_proc_stat(std::stoi(name));
+            children += stat && stat->ppid == ::getpid() ? 1 : 0;
+        }
+    }
+    CHECK(children == 0);
+    // The connection is idle again: the next hook runs and is recorded.
+    const auto next = sup.launch(fx.request({"true"}));
+    REQUIRE(next.started());
+    CHECK(sup.wait(next.row_id, 20s).exit_code == 0);
+    CHECK(fx.column(next.row_id, "status") == "exited");
 }
