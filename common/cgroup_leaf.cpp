@@ -10,6 +10,7 @@
 #include <utility>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace orch {
@@ -54,10 +55,14 @@ CgroupLeaf::CgroupLeaf(std::filesystem::path dir, Kind kind) : m_dir(std::move(d
 
 CgroupLeaf CgroupLeaf::create(const std::filesystem::path& dir, Kind kind)
 {
-    std::error_code ec;
-    std::filesystem::create_directories(dir, ec);
-    if (ec) {
-        throw std::system_error(ec, "mkdir " + dir.string());
+    // The parent (the supervisor's group) exists for every leaf but its first:
+    // one mkdir instead of create_directories' stat of every component.
+    if (::mkdir(dir.c_str(), 0755) != 0) {
+        std::error_code ec;
+        std::filesystem::create_directories(dir, ec);
+        if (ec) {
+            throw std::system_error(ec, "mkdir " + dir.string());
+        }
     }
     return CgroupLeaf(dir, kind);
 }

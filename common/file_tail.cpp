@@ -1,24 +1,71 @@
 #include "common/file_tail.hpp"
 
+#include "common/fd.hpp"
 #include "common/utf8.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <cerrno>
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 namespace orch {
+namespace {
+
+constexpr std::size_t k_pseudo_file_limit = 1 << 20;
+
+} // namespace
 
 std::string read_file_tail(const std::filesystem::path& path, std::size_t max_bytes)
 {
-    std::ifstream in(path, std::ios::binary | std::ios::ate);
-    if (!in) {
+    // Plain syscalls: called for both logs of every hook that ends (an empty
+    // log costs open, fstat, one read, close).
+    Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+    struct stat st{};
+    if (!fd || ::fstat(fd.get(), &st) != 0) {
         return {};
     }
-    const auto size = static_cast<std::size_t>(in.tellg());
-    const auto start = size > max_bytes ? size - max_bytes : 0;
-    in.seekg(static_cast<std::streamoff>(start));
-    std::string data(size - start, '\0');
-    in.read(data.data(), static_cast<std::streamsize>(data.size()));
-    data.resize(static_cast<std::size_t>(in.gcount()));
+    std::string data;
+    if (S_ISREG(st.st_mode) && st.st_size > 0) {
+        const auto size = static_cast<std::size_t>(st.st_size);
+        const auto start = size > max_bytes ? size - max_bytes : 0;
+        data.resize(size - start);
+        std::size_t got = 0;
+        while (got < data.size()) {
+            const auto n = ::pread(fd.get(), data.data() + got, data.size() - got, static_cast<off_t>(start + got));
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                break;
+            }
+            got += static_cast<std::size_t>(n);
+        }
+        data.resize(got);
+    } else {
+        // Empty, or a pseudo file (/proc, cgroupfs) that reports no size: read
+        // it through, at most k_pseudo_file_limit (a device never keeps us here).
+        char buf[4096];
+        std::size_t total = 0;
+        while (total < k_pseudo_file_limit) {
+            const auto n = ::read(fd.get(), buf, sizeof buf);
+            if (n < 0 && errno == EINTR) {
+                continue;
+            }
+            if (n <= 0) {
+                break;
+            }
+            total += static_cast<std::size_t>(n);
+            data.append(buf, static_cast<std::size_t>(n));
+            if (data.size() > 2 * max_bytes + sizeof buf) {
+                data.erase(0, data.size() - max_bytes);
+            }
+        }
+        if (data.size() > max_bytes) {
+            data.erase(0, data.size() - max_bytes);
+        }
+    }
     // PostgreSQL text rejects NUL as well as ill-formed UTF-8.
     std::replace(data.begin(), data.end(), '\0', '?');
     return sanitize_utf8(data);

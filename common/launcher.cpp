@@ -178,7 +178,14 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     if (executable.empty()) {
         return SpawnFailure{ENOENT, spec.argv[0] + ": not found in PATH"};
     }
-    Fd null_in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    // Every child's stdin, opened once per process (again per spawn only if
+    // that first open failed).
+    static const Fd shared_null(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    Fd own_null;
+    if (!shared_null) {
+        own_null = Fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    }
+    const Fd& null_in = shared_null ? shared_null : own_null;
     Fd out = open_log(spec.stdout_path);
     Fd err = open_log(spec.stderr_path);
     if (!null_in || !out || !err) {

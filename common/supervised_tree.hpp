@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <utility>
 #include <string>
 
 namespace orch {
@@ -50,6 +51,9 @@ public:
     void kill_tree() const;
     // Removes the cgroup leaf once empty. Returns false if it is not.
     bool release();
+    // Hands over the leaf of an empty tree for another tree to use (see
+    // Supervisor::m_spare_leaves); nullopt without a leaf.
+    std::optional<CgroupLeaf> take_leaf() { return std::exchange(m_leaf, std::nullopt); }
 
     // Remaining share of timeout_s at `now`; nullopt without a timeout.
     std::optional<Clock::duration> remaining(Clock::time_point now) const;

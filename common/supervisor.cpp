@@ -107,6 +107,7 @@ Supervisor::~Supervisor()
         }
         m_in_flight.reset();
         m_trees.clear();
+        m_spare_leaves.clear();
         m_containment.remove_group(m_self_id);
         if (m_containment.uses_cgroups()) {
             ::rmdir(m_containment.scope_dir().c_str()); // only succeeds when no other supervisor uses it
@@ -131,7 +132,10 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     std::filesystem::create_directories(request.log_dir);
 
     std::optional<CgroupLeaf> leaf;
-    if (m_containment.uses_cgroups()) {
+    if (!m_spare_leaves.empty()) {
+        leaf = std::move(m_spare_leaves.back());
+        m_spare_leaves.pop_back();
+    } else if (m_containment.uses_cgroups()) {
         leaf = m_containment.create_leaf(m_self_id, result.row_id);
     }
     process_table::NewRow row;
@@ -381,6 +385,13 @@ void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
     outcome.tree_empty = tree_empty;
     if (tree.events_fd() >= 0) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.events_fd(), nullptr);
+    }
+    if (tree_empty && !tree.killed && m_spare_leaves.size() < k_max_spare_leaves) {
+        // An empty cgroup2 leaf is as good as a new one: the next hook is born
+        // into it, and a mkdir, an rmdir and three opens are saved.
+        if (auto leaf = tree.take_leaf(); leaf && leaf->kind() == CgroupLeaf::Kind::cgroup2) {
+            m_spare_leaves.push_back(std::move(*leaf));
+        }
     }
     if (tree_empty) {
         tree.release();

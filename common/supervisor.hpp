@@ -173,6 +173,12 @@ private:
     Fd m_epoll;
     Fd m_timer;
     std::map<std::string, std::unique_ptr<SupervisedTree>> m_trees;
+    // Empty cgroup2 leaves of finished trees (not killed), handed to the next
+    // launches. A leaf keeps the name of the first row that used it; each row
+    // records the path it ran in, and recovery tears down every leaf of a dead
+    // supervisor's group, whatever its name.
+    std::vector<CgroupLeaf> m_spare_leaves;
+    static constexpr std::size_t k_max_spare_leaves = 8;
     std::vector<ProcessOutcome> m_finished;      // for take_finished()
     std::map<std::string, ProcessOutcome> m_done; // for wait() and teardown()
     std::chrono::steady_clock::time_point m_next_heartbeat;

@@ -244,3 +244,44 @@ TEST_CASE("a hook whose row cannot be written does not run on: the error is thro
     CHECK(sup.wait(next.row_id, 20s).exit_code == 0);
     CHECK(fx.column(next.row_id, "status") == "exited");
 }
+
+TEST_CASE("an empty cgroup leaf is reused by the next hook - a killed one is removed - none outlives the supervisor",
+          "[supervisor]")
+{
+    SupervisionFixture fx;
+    std::filesystem::path group;
+    {
+        Supervisor sup(*fx.conn, fx.options(false));
+        REQUIRE(sup.containment_mode() == ContainmentMode::cgroup2);
+        group = sup.containment().group_dir(sup.self_row_id());
+        const auto first = sup.launch(fx.request({"true"}));
+        REQUIRE(first.started());
+        CHECK(sup.wait(first.row_id, 20s).exit_code == 0);
+        const auto first_leaf = fx.column(first.row_id, "cgroup_path");
+        CHECK(first_leaf == (group / first.row_id).string());
+        CHECK(std::filesystem::exists(first_leaf)); // kept, empty, for the next hook
+
+        // The next hook is born in it, and its row says so.
+        const auto second = sup.launch(fx.request({"sh", "-c", "cat /proc/self/cgroup; exit 0"}));
+        REQUIRE(second.started());
+        CHECK(sup.wait(second.row_id, 20s).exit_code == 0);
+        CHECK(fx.column(second.row_id, "cgroup_path") == first_leaf);
+        CHECK(fx.column(second.row_id, "stdout_tail").find(first.row_id) != std::string::npos);
+
+        // A tree that had to be killed leaves nothing behind, not even its leaf;
+        // a fresh leaf is made while the kept one is in use.
+        auto hung = fx.request({"sh", "-c", "trap '' TERM; sleep 30"});
+        hung.timeout_s = 0.3;
+        const auto running = sup.launch(fx.request({"sleep", "30"}));
+        const auto killed = sup.launch(hung);
+        REQUIRE(killed.started());
+        const auto outcome = sup.wait(killed.row_id, std::nullopt, 200ms);
+        CHECK(outcome.killed);
+        CHECK(fx.column(killed.row_id, "cgroup_path") == (group / killed.row_id).string());
+        CHECK_FALSE(std::filesystem::exists(group / killed.row_id));
+        sup.teardown({running.row_id}, 2s);
+    }
+    // The supervisor's group, kept leaves included, is gone with it.
+    CHECK_FALSE(std::filesystem::exists(group));
+    CHECK(zombie_children() == 0);
+}
