@@ -6,6 +6,7 @@
 #include <chrono>
 #include <csignal>
 #include <sstream>
+#include <string_view>
 #include <thread>
 #include <utility>
 
@@ -36,16 +37,22 @@ std::string read_file(const std::filesystem::path& path)
 
 CgroupLeaf::CgroupLeaf(std::filesystem::path dir, Kind kind) : m_dir(std::move(dir)), m_kind(kind)
 {
-    m_procs.reset(::open((m_dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
-    if (!m_procs) {
-        throw_errno("open " + (m_dir / "cgroup.procs").string());
-    }
     if (m_kind == Kind::cgroup2) {
+        // The directory first: its files are then opened relative to it,
+        // without walking the long cgroupfs path again.
         m_dir_fd.reset(::open(m_dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
         if (!m_dir_fd) {
             throw_errno("open " + m_dir.string());
         }
-        m_events.reset(::open((m_dir / "cgroup.events").c_str(), O_RDONLY | O_CLOEXEC));
+        m_procs.reset(::openat(m_dir_fd.get(), "cgroup.procs", O_WRONLY | O_CLOEXEC));
+    } else {
+        m_procs.reset(::open((m_dir / "cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC));
+    }
+    if (!m_procs) {
+        throw_errno("open " + (m_dir / "cgroup.procs").string());
+    }
+    if (m_kind == Kind::cgroup2) {
+        m_events.reset(::openat(m_dir_fd.get(), "cgroup.events", O_RDONLY | O_CLOEXEC));
         if (!m_events) {
             throw_errno("open " + (m_dir / "cgroup.events").string());
         }
@@ -123,6 +130,16 @@ std::vector<pid_t> CgroupLeaf::members() const
 bool CgroupLeaf::populated() const
 {
     if (m_kind == Kind::cgroup2) {
+        // Through the descriptor we hold (one pread, no path walk). Reading it
+        // also marks its change notification seen, which loses nothing: what
+        // we read is the state now, and a later flip notifies again.
+        char buf[128];
+        if (m_events) {
+            const auto n = ::pread(m_events.get(), buf, sizeof buf, 0);
+            if (n >= 0) {
+                return std::string_view(buf, static_cast<std::size_t>(n)).find("populated 1") != std::string_view::npos;
+            }
+        }
         const std::string events = read_file(m_dir / "cgroup.events");
         return events.find("populated 1") != std::string::npos;
     }

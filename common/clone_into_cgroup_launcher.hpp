@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <csignal>
+#include <type_traits>
 #include <utility>
 
 #include <fcntl.h>
@@ -70,10 +71,13 @@ private:
 
     // In the child, either way: the initializers' setup, closing inherited
     // descriptors, exec. Returns only when one of them failed, with its error.
+    // `ctx` is notified of the fork only in a child with a memory of its own.
     template <typename Context, typename Argv, typename... Inits>
-    bp::error_code exec_in_child(Context& ctx, const bp::filesystem::path& executable, Argv& argv, Inits&... inits)
+    bp::error_code exec_in_child(Context* ctx, const bp::filesystem::path& executable, Argv& argv, Inits&... inits)
     {
-        ctx.notify_fork(boost::asio::execution_context::fork_child);
+        if (ctx != nullptr) {
+            ctx->notify_fork(boost::asio::execution_context::fork_child);
+        }
         bp::error_code ec = bp::posix::detail::on_exec_setup(*this, executable, argv, inits...);
         if (!ec) {
             close_all_fds(ec);
@@ -90,7 +94,6 @@ private:
                                Args&& args, Inits&... inits) -> bp::basic_process<Executor>
     {
         namespace detail = bp::posix::detail;
-        using boost::asio::execution_context;
         auto argv = this->build_argv_(executable, std::forward<Args>(args));
         void* stack = child_stack();
         if (stack == nullptr) {
@@ -102,17 +105,20 @@ private:
             detail::on_error(*this, executable, argv, ec, inits...);
             return bp::basic_process<Executor>{exec};
         }
-        auto& ctx = boost::asio::query(exec, boost::asio::execution::context);
+        // No notify_fork here: the child shares our memory and execs at once,
+        // and a fork_child notification would rebuild the io_context's reactor
+        // (its epoll and eventfd) in memory the parent goes on using. So the
+        // caller may keep one io_context for every launch.
+        using Context = std::remove_reference_t<decltype(boost::asio::query(exec, boost::asio::execution::context))>;
         // Written by the child, read once it has exec'd (0) or exited (its errno).
         volatile int child_error = 0;
         auto child = [&]() {
-            bp::error_code cec = exec_in_child(ctx, executable, argv, inits...);
+            bp::error_code cec = exec_in_child(static_cast<Context*>(nullptr), executable, argv, inits...);
             child_error = cec.value() != 0 ? cec.value() : EINVAL;
             detail::on_exec_error(*this, executable, argv, cec, inits...);
             ::_exit(127);
         };
         using Child = decltype(child);
-        ctx.notify_fork(execution_context::fork_prepare);
         clone_args args3{};
         args3.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
         args3.exit_signal = SIGCHLD;
@@ -123,7 +129,6 @@ private:
             (*static_cast<Child*>(body))();
             return 127;
         }, &child);
-        ctx.notify_fork(execution_context::fork_parent);
         if (rc < 0) {
             clone_failed = true;
             ec.assign(static_cast<int>(-rc), bp::system_category());
@@ -180,7 +185,7 @@ private:
             return bp::basic_process<Executor>{exec};
         }
         if (pid == 0) {
-            ec = exec_in_child(ctx, executable, argv, inits...);
+            ec = exec_in_child(&ctx, executable, argv, inits...);
             const int err = ec.value();
             [[maybe_unused]] auto written = ::write(write_end.get(), &err, sizeof err);
             detail::on_exec_error(*this, executable, argv, ec, inits...);

@@ -203,7 +203,18 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     setup.stdout_fd = out.get();
     setup.stderr_fd = err.get();
 
-    boost::asio::io_context io;
+    // The clone3 launcher that shares our memory never notifies the io_context
+    // of its fork, so one io_context per thread serves every such launch (a new
+    // one costs an eventfd, an epoll and a timerfd at each spawn). The other
+    // launchers notify it, and get a fresh one each time.
+    thread_local boost::asio::io_context shared_io;
+    std::optional<boost::asio::io_context> fresh_io;
+    auto io_for = [&](bool notifies_fork) -> boost::asio::io_context& {
+        if (!notifies_fork) {
+            return shared_io;
+        }
+        return fresh_io ? *fresh_io : fresh_io.emplace();
+    };
     bp::error_code ec;
     const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
     std::optional<bp::process> process;
@@ -212,7 +223,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
         CloneIntoCgroupLauncher launcher(spec.cgroup_dir_fd);
         {
             SignalsBlocked blocked;
-            process.emplace(launcher(io.get_executor(), ec, executable, args, setup));
+            process.emplace(launcher(io_for(!k_have_clone3_trampoline).get_executor(), ec, executable, args, setup));
         }
         if (launcher.clone_failed && (ec.value() == ENOSYS || ec.value() == EINVAL || ec.value() == E2BIG)) {
             log::info("clone3 into a cgroup is not available; children join their cgroup before exec",
@@ -232,7 +243,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
         setup.cgroup_procs_fd = spec.cgroup_procs_fd;
         cgroup_entry = spec.cgroup_procs_fd >= 0 ? CgroupEntry::joined_before_exec : CgroupEntry::none;
         SignalsBlocked blocked;
-        process.emplace(bp::posix::vfork_launcher()(io.get_executor(), ec, executable, args, setup));
+        process.emplace(bp::posix::vfork_launcher()(io_for(true).get_executor(), ec, executable, args, setup));
     }
     if (ec) {
         return SpawnFailure{ec.value(), executable + ": " + ec.message()};
