@@ -26,34 +26,53 @@ std::string array_literal(const std::vector<std::string>& ids)
 // pairing with the owners happens in the next CTE. The crawl fence row is locked
 // FOR SHARE: a concurrent lease change or cancel request waits for our commit.
 // The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
-const std::string k_claim_sql = fmt::format(
-    "WITH picked AS ("
-    "  SELECT s.id FROM snapshot s "
-    "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
-    "    AND (s.lease_owner IS NULL "
-    "         OR ($6 AND s.lease_expires_at < now() AND NOT (s.lease_owner = ANY($5::uuid[])))) "
-    "    AND coalesce(s.retry_at, now()) <= now() "
-    "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
-    "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
-    "  ORDER BY s.depth, s.retry_at, s.created_at "
-    "  LIMIT cardinality($3::uuid[]) FOR UPDATE OF s SKIP LOCKED), "
-    "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
-    "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
-    "claimed AS ("
-    "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
-    "    status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
-    "    started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
-    "  FROM numbered JOIN owners ON owners.n = numbered.n, {} "
-    "  WHERE s.id = numbered.id "
-    "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
-    // An owner row that exists already (a worker claiming for itself) now names the
-    // snapshot it works on; rows created later get it at their creation.
-    "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
-    "            WHERE p.id = c.lease_owner AND p.status <> 'exited') "
-    "SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
-    k_async_commit);
+const std::string k_claim_sql = claim_statement("", "", "SELECT id, lease_owner, attempts, n, url, depth FROM claimed");
 
 } // namespace
+
+std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select)
+{
+    return fmt::format(
+        "WITH {}picked AS ("
+        "  SELECT s.id FROM snapshot s "
+        "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
+        "    AND (s.lease_owner IS NULL "
+        "         OR ($6 AND s.lease_expires_at < now() AND NOT (s.lease_owner = ANY($5::uuid[])))) "
+        "    AND coalesce(s.retry_at, now()) <= now() {} "
+        "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
+        "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
+        "  ORDER BY s.depth, s.retry_at, s.created_at "
+        "  LIMIT cardinality($3::uuid[]) FOR UPDATE OF s SKIP LOCKED), "
+        "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
+        "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
+        "claimed AS ("
+        "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
+        "    status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
+        "    started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
+        "  FROM numbered JOIN owners ON owners.n = numbered.n, {} "
+        "  WHERE s.id = numbered.id "
+        "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
+        // An owner row that exists already (a worker claiming for itself) now names the
+        // snapshot it works on; rows created later get it at their creation.
+        "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
+        "            WHERE p.id = c.lease_owner AND p.status <> 'exited') "
+        "{}",
+        leading_ctes, gate, k_async_commit, select);
+}
+
+std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
+                                          const std::vector<std::string>& owners, std::chrono::seconds ttl,
+                                          const ClaimScope& scope)
+{
+    return {crawl_id, crawl_owner, array_literal(owners), pqxx::to_string(static_cast<double>(ttl.count())),
+            array_literal(scope.live_owners), scope.take_expired ? "true" : "false"};
+}
+
+ClaimedSnapshot claimed_snapshot(const pqxx::row& row, pqxx::row::size_type first)
+{
+    return ClaimedSnapshot{row[first].as<std::string>(), row[first + 1].as<std::string>(), row[first + 2].as<int>(),
+                           row[first + 4].as<std::string>(), row[first + 5].as<int>()};
+}
 
 std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
                                                  const std::string& crawl_owner,
@@ -70,9 +89,7 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
     out.resize(r.size());
     for (const auto& row : r) {
         // RETURNING has no order: the owner index restores the claim order.
-        auto i = row[3].as<std::size_t>() - 1;
-        out[i] = ClaimedSnapshot{row[0].as<std::string>(), row[1].as<std::string>(), row[2].as<int>(),
-                                 row[4].as<std::string>(), row[5].as<int>()};
+        out[row[3].as<std::size_t>() - 1] = claimed_snapshot(row, 0);
     }
     return out;
 }

@@ -51,6 +51,19 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
                                                  const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                                  const ClaimScope& scope = {});
 
+// The claim statement of claim_due_snapshots for a caller that joins its own
+// work to it in one statement (SnapshotStore::seal_and_claim_next): its
+// parameters $1-$6 are claim_parameters(); `leading_ctes` ("name AS (...), ")
+// come first and may use $7 and up; `gate` ("AND ...") is one more condition on
+// every picked row; `select` is the statement's final query over the CTE
+// `claimed` (id, lease_owner, attempts, n, url, depth).
+std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select);
+std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
+                                          const std::vector<std::string>& owners, std::chrono::seconds ttl,
+                                          const ClaimScope& scope);
+// The claim in columns first .. first + 5 of a row in the shape of `claimed`.
+ClaimedSnapshot claimed_snapshot(const pqxx::row& row, pqxx::row::size_type first);
+
 // Gives back a claim whose worker never started (spawn failure): frees the lease,
 // makes the snapshot due now and takes back the attempt it counted. False if the
 // claim was no longer held by `claim.owner`.

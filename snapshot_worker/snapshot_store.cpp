@@ -2,6 +2,7 @@
 
 #include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
+#include "common/snapshot_claims.hpp"
 
 #include <fmt/format.h>
 
@@ -185,26 +186,59 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
     return static_cast<int>(r.size());
 }
 
+namespace {
+
+// The seal of `snapshot` held by `owner` (parameter references), as CTEs
+// `counts`, `sealed`: the outcome is derived from the results in the same
+// statement (we hold the lease: nobody else writes them meanwhile). The
+// async-commit setting sits in the sealing UPDATE, which always runs.
+std::string seal_ctes(const std::string& snapshot, const std::string& owner)
+{
+    return fmt::format(
+        "counts AS (SELECT count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS total "
+        "           FROM archive_result WHERE snapshot_id = {0}), "
+        "sealed AS (UPDATE snapshot s SET status = 'sealed', "
+        "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
+        "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
+        "  error = CASE WHEN counts.failed > 0 "
+        "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
+        "  sealed_at = now(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
+        "  modified_at = now() "
+        "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome)",
+        snapshot, owner, k_async_commit);
+}
+
+} // namespace
+
 std::string SnapshotStore::seal()
 {
-    // The outcome is derived from the results in the same statement (we hold the
-    // lease: nobody else writes them meanwhile).
-    auto r = exec_autocommit(
-        m_conn, "snapshot_store.seal",
-        fmt::format("WITH counts AS (SELECT count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS total "
-                    "                FROM archive_result WHERE snapshot_id = $1) "
-                    "UPDATE snapshot s SET status = 'sealed', "
-                    "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
-                    "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
-                    "  error = CASE WHEN counts.failed > 0 "
-                    "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
-                    "  sealed_at = now(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
-                    "  modified_at = now() "
-                    "FROM counts, {} WHERE s.id = $1 AND s.lease_owner = $2 RETURNING s.outcome",
-                    k_async_commit),
-        m_snapshot_id, m_owner);
+    auto r = exec_autocommit(m_conn, "snapshot_store.seal",
+                             "WITH " + seal_ctes("$1", "$2") + " SELECT outcome FROM sealed",
+                             m_snapshot_id, m_owner);
     require(r, "sealing");
     return r[0][0].as<std::string>();
+}
+
+SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,
+                                                              std::chrono::seconds ttl)
+{
+    // A continuing worker's step between two snapshots in one statement: the
+    // claim only happens if the seal did (the gate), and only takes a free lease.
+    static const std::string sql =
+        claim_statement(seal_ctes("$7", "$8") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
+                        "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true");
+    ClaimScope free_only;
+    free_only.take_expired = false;
+    const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
+    auto r = exec_autocommit(m_conn, "snapshot_store.seal_and_claim_next", sql, p[0], p[1], p[2], p[3], p[4], p[5],
+                             m_snapshot_id, m_owner);
+    require(r, "sealing");
+    SealAndNext out;
+    out.outcome = r[0][0].as<std::string>();
+    if (!r[0][1].is_null()) {
+        out.next = claimed_snapshot(r[0], 1);
+    }
+    return out;
 }
 
 } // namespace orch

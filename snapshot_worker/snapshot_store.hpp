@@ -3,10 +3,12 @@
 #include "common/hook_discovery.hpp"
 #include "common/hook_result.hpp"
 #include "common/output_files.hpp"
+#include "common/snapshot_claims.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
+#include <chrono>
 #include <map>
 #include <optional>
 #include <string>
@@ -59,6 +61,15 @@ public:
     // outcome. Does not wait for the WAL flush: the crawl's seal is the durable
     // point (see snapshot_store.cpp).
     std::string seal();
+    // What a worker that takes snapshot after snapshot does between two, in one
+    // statement: seal() and, only if that sealed, claim_due_snapshots of the
+    // crawl's next due snapshot with a free lease for the same owner, fenced on
+    // `crawl_owner`'s crawl lease. Throws LeaseLost when the seal finds the lease gone.
+    struct SealAndNext {
+        std::string outcome;
+        std::optional<ClaimedSnapshot> next;
+    };
+    SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl);
 
 private:
     void require(const pqxx::result& r, const char* what) const;

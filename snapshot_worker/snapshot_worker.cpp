@@ -42,8 +42,9 @@ struct WorkerScope {
     std::filesystem::path data_dir;
 };
 
-// Runs the hooks of one leased snapshot and seals it (ok), or gives it back for
-// a later run (interrupted). Throws LeaseLost when the lease is gone.
+// Runs the hooks of one leased snapshot; the caller seals it when this returns
+// ok. Anything else gives it back for a later run (interrupted). Throws
+// LeaseLost when the lease is gone.
 ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals& stop, const WorkerScope& scope,
                     SnapshotStore& store, const SnapshotRecord& snapshot, Lease& lease)
 {
@@ -74,10 +75,7 @@ ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals&
                                    {"hooks", std::to_string(todo.size())},
                                    {"attempt", std::to_string(lease.attempts())}});
     auto code = run.run(todo);
-    if (code == ExitCode::ok) {
-        auto outcome = store.seal();
-        log::info("snapshot sealed", {{"outcome", outcome}});
-    } else {
+    if (code != ExitCode::ok) {
         lease.release(conn);
         log::warn("snapshot released for a later run");
     }
@@ -171,30 +169,49 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
 
         code = ExitCode::ok;
         for (;;) {
+            std::optional<ClaimedSnapshot> next;
             if (lease) {
                 store->set_owner(self.id);
                 code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease);
                 ++taken;
+                if (code != ExitCode::ok) {
+                    break;
+                }
+                stop.take();
+                const bool go_on = options.continue_with_crawl && taken < max_snapshots && stop.count() == 0;
+                if (go_on) {
+                    // The seal and the next claim in one statement. Only free leases: an
+                    // expired one may belong to a sibling that still runs, which only
+                    // the crawl worker knows.
+                    auto step = store->seal_and_claim_next(*self.parent_id, ttl);
+                    log::info("snapshot sealed", {{"outcome", step.outcome}});
+                    next = std::move(step.next);
+                } else {
+                    log::info("snapshot sealed", {{"outcome", store->seal()}});
+                }
             }
-            if (code != ExitCode::ok || !options.continue_with_crawl || taken >= max_snapshots) {
+            if (!options.continue_with_crawl || taken >= max_snapshots) {
                 break;
             }
-            stop.take();
             if (stop.count() > 0) {
                 code = ExitCode::interrupted; // between snapshots: nothing held, nothing to give back
                 break;
             }
-            // The next due snapshot, for ourselves. Only free leases: an expired one may
-            // belong to a sibling that still runs, which only the crawl worker knows.
-            ClaimScope free_only;
-            free_only.take_expired = false;
-            auto claims = claim_due_snapshots(conn, crawl_id, *self.parent_id, {self.id}, ttl, free_only);
-            if (claims.empty()) {
+            if (!lease) {
+                // Started on a snapshot that was sealed already: claim the first one here.
+                ClaimScope free_only;
+                free_only.take_expired = false;
+                auto claims = claim_due_snapshots(conn, crawl_id, *self.parent_id, {self.id}, ttl, free_only);
+                if (!claims.empty()) {
+                    next = claims.front();
+                }
+            }
+            if (!next) {
                 break;
             }
             // The claim returned what differs between snapshots of one crawl (and
             // pointed our row at it); the crawl's settings are those read at start.
-            const auto& claim = claims.front();
+            const auto& claim = *next;
             log::set_context("snapshot", claim.snapshot_id);
             snapshot->id = claim.snapshot_id;
             snapshot->url = claim.url;

@@ -1,8 +1,9 @@
 // Row 3 of scripts/bench: claim + complete of snapshot rows, queue only (no
 // processes), 8 clients, each draining its own crawl as a crawl_worker does.
 //   ours, single:  what a snapshot worker that takes snapshot after snapshot runs
-//             per snapshot: claim_due_snapshots for itself (k = 1, free leases only,
-//             fenced on the crawl lease) + SnapshotStore::seal;
+//             per snapshot: SnapshotStore::seal_and_claim_next, one statement that
+//             seals it and claims the next for itself (k = 1, free leases only,
+//             fenced on the crawl lease);
 //   ours, batched: the spawn path: the crawl worker's batched claim (k owners per
 //             statement) + Lease::adopt + SnapshotStore::seal per item (what each
 //             freshly started snapshot worker runs for its first snapshot);
@@ -108,7 +109,8 @@ long ours_spawned(pqxx::connection& conn, const std::string& crawl, long quota, 
     return done;
 }
 
-// A continuing snapshot worker: one claim for itself, then the seal, per snapshot.
+// A continuing snapshot worker: its first claim, then per snapshot one statement
+// that seals it and claims the next (the last one is sealed alone).
 long ours_continuing(pqxx::connection& conn, const std::string& crawl, long quota)
 {
     const std::string crawl_worker =
@@ -117,16 +119,21 @@ long ours_continuing(pqxx::connection& conn, const std::string& crawl, long quot
     const auto self = random_uuid();
     ClaimScope free_only;
     free_only.take_expired = false;
+    auto first = claim_due_snapshots(conn, crawl, crawl_worker, {self}, ttl, free_only);
+    std::optional<ClaimedSnapshot> held;
+    if (!first.empty()) {
+        held = first.front();
+    }
     long done = 0;
-    while (quota == 0 || done < quota) {
-        auto claims = claim_due_snapshots(conn, crawl, crawl_worker, {self}, ttl, free_only);
-        if (claims.empty()) {
+    while (held) {
+        SnapshotStore store(conn, held->snapshot_id, crawl);
+        store.set_owner(self);
+        ++done;
+        if (quota != 0 && done >= quota) {
+            store.seal();
             break;
         }
-        SnapshotStore store(conn, claims[0].snapshot_id);
-        store.set_owner(self);
-        store.seal();
-        ++done;
+        held = store.seal_and_claim_next(crawl_worker, ttl).next;
     }
     return done;
 }

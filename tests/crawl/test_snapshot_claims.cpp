@@ -2,9 +2,11 @@
 // claim, against a real PostgreSQL: exclusivity under concurrency, the rows it must
 // not take, attempts, the owner rows, and adoption by the worker (Lease::adopt).
 
+#include "common/errors.hpp"
 #include "common/lease.hpp"
 #include "common/random_id.hpp"
 #include "common/snapshot_claims.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"
 
 #include <catch2/catch.hpp>
@@ -241,4 +243,57 @@ TEST_CASE("batched claim: an unstarted claim is given back with its attempt", "[
     CHECK(return_unstarted_claim(*f.conn, claims[0]));
     CHECK(f.scalar("SELECT attempts || '/' || coalesce(lease_owner::text, '-') FROM snapshot") == "0/-");
     CHECK_FALSE(return_unstarted_claim(*f.conn, claims[0]));
+}
+
+TEST_CASE("seal and claim next: one statement seals the held snapshot and leases the next due one to the same "
+          "worker - nothing is claimed when the seal fails",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(2);
+    const auto self = random_uuid();
+    ClaimScope free_only;
+    free_only.take_expired = false;
+    auto first = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, {self}, k_ttl, free_only);
+    REQUIRE(first.size() == 1);
+
+    // A worker that lost its lease seals nothing and claims nothing.
+    SnapshotStore stranger(*f.conn, first[0].snapshot_id, f.crawl_id);
+    stranger.set_owner(random_uuid());
+    CHECK_THROWS_AS(stranger.seal_and_claim_next(f.crawl_owner, k_ttl), LeaseLost);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "1");
+
+    SnapshotStore store(*f.conn, first[0].snapshot_id, f.crawl_id);
+    store.set_owner(self);
+    auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl);
+    CHECK(step.outcome == "succeeded");
+    CHECK(f.scalar("SELECT status || '/' || coalesce(lease_owner::text, '-') FROM snapshot WHERE id = " +
+                   f.quote(first[0].snapshot_id)) == "sealed/-");
+    REQUIRE(step.next);
+    CHECK(step.next->snapshot_id != first[0].snapshot_id);
+    CHECK(step.next->owner == self);
+    CHECK(step.next->attempts == 1);
+    CHECK(step.next->url.rfind("http://a.test/", 0) == 0);
+    CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = " + f.quote(step.next->snapshot_id)) == self);
+
+    // The last one: sealed, and nothing left to claim.
+    SnapshotStore last(*f.conn, step.next->snapshot_id, f.crawl_id);
+    last.set_owner(self);
+    auto end = last.seal_and_claim_next(f.crawl_owner, k_ttl);
+    CHECK(end.outcome == "succeeded");
+    CHECK_FALSE(end.next);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed'") == "2");
+
+    // Without the crawl's lease nothing is claimed, though the seal happens.
+    f.exec("INSERT INTO snapshot (crawl_id, url, retry_at) VALUES (" + f.quote(f.crawl_id) +
+           ", 'http://a.test/3', now() - interval '1 second'), (" + f.quote(f.crawl_id) +
+           ", 'http://a.test/4', now() - interval '1 second')");
+    auto third = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, {self}, k_ttl, free_only);
+    REQUIRE(third.size() == 1);
+    f.exec("UPDATE crawl SET lease_owner = gen_random_uuid()");
+    SnapshotStore fenced(*f.conn, third[0].snapshot_id, f.crawl_id);
+    fenced.set_owner(self);
+    auto after = fenced.seal_and_claim_next(f.crawl_owner, k_ttl);
+    CHECK(after.outcome == "succeeded");
+    CHECK_FALSE(after.next);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "0");
 }
