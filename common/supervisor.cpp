@@ -159,6 +159,21 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.crawl_id = request.crawl_id;
     row.snapshot_id = request.snapshot_id;
     row.archive_result_id = request.archive_result_id;
+    settle_write();
+    auto insert = process_table::send_insert_queued(m_conn, row);
+    // A hook in a cgroup leaf starts while its row commits: the server works
+    // on the row while we write cmd.sh, open the log files and the child execs
+    // (sent before that work, the insert wakes the server on the idle core). Should we crash before the row
+    // commits, the hook is still found: it lives in a leaf of our group, and
+    // recovery tears down every leaf of a dead supervisor's group, row or no
+    // row (the case a lost asynchronous commit already needs). Every other
+    // process gets its row first: without a leaf, only the row's cookie finds
+    // a process again; and a worker may register itself before the row would
+    // have committed.
+    const bool row_first = !(leaf && request.process_type == "hook");
+    if (row_first) {
+        insert.finish();
+    }
     try {
         write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
     } catch (const std::exception& e) {
@@ -179,21 +194,6 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     spec.stderr_path = stderr_path;
     spec.cgroup_dir_fd = leaf ? leaf->dir_fd() : -1;
     spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
-    settle_write();
-    auto insert = process_table::send_insert_queued(m_conn, row);
-    // A hook in a cgroup leaf starts while its row commits: the server works
-    // on the row while we open the log files and the child execs (we block in
-    // the vfork, so the server gets our CPU). Should we crash before the row
-    // commits, the hook is still found: it lives in a leaf of our group, and
-    // recovery tears down every leaf of a dead supervisor's group, row or no
-    // row (the case a lost asynchronous commit already needs). Every other
-    // process gets its row first: without a leaf, only the row's cookie finds
-    // a process again; and a worker may register itself before the row would
-    // have committed.
-    const bool row_first = !(leaf && request.process_type == "hook");
-    if (row_first) {
-        insert.finish();
-    }
     auto spawned = spawn_process(spec);
     if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
         insert.finish();
