@@ -1,0 +1,137 @@
+#include "common/supervisor.hpp"
+
+#include "common/child_environment.hpp"
+#include "common/command_line.hpp"
+#include "common/log.hpp"
+#include "common/process_table.hpp"
+#include "common/random_id.hpp"
+#include "common/rerun_script.hpp"
+
+#include <poll.h>
+
+// Supervisor::launch: a process from its queued row to a tracked tree.
+namespace orch {
+
+using Clock = std::chrono::steady_clock;
+
+LaunchResult Supervisor::launch(const LaunchRequest& request)
+{
+    LaunchResult result;
+    result.row_id = request.row_id.empty() ? random_uuid() : request.row_id;
+    const std::string cookie = random_uuid();
+    const auto env = child_environment(request.env, cookie);
+    const auto base = request.log_dir / (request.name + "." + result.row_id);
+    const std::filesystem::path stdout_path = base.string() + ".stdout.log";
+    const std::filesystem::path stderr_path = base.string() + ".stderr.log";
+    std::filesystem::create_directories(request.log_dir);
+
+    std::optional<CgroupLeaf> leaf;
+    if (!m_spare_leaves.empty()) {
+        leaf = std::move(m_spare_leaves.back());
+        m_spare_leaves.pop_back();
+    } else if (m_containment.uses_cgroups()) {
+        leaf = m_containment.create_leaf(m_self_id, result.row_id);
+    }
+    process_table::NewRow row;
+    row.id = result.row_id;
+    row.machine_id = m_options.machine_id;
+    row.parent_id = m_self_id;
+    row.process_type = request.process_type;
+    row.cmd = redact_command_line(request.argv);
+    row.env = redacted(env);
+    row.pwd = request.pwd.string();
+    row.timeout_s = request.timeout_s;
+    row.cookie = cookie;
+    row.containment = std::string(to_string(m_containment.mode()));
+    if (leaf) {
+        row.cgroup_path = leaf->path().string();
+    }
+    row.stdout_path = stdout_path.string();
+    row.stderr_path = stderr_path.string();
+    row.plugin = request.plugin;
+    row.hook_name = request.hook_name;
+    row.crawl_id = request.crawl_id;
+    row.snapshot_id = request.snapshot_id;
+    row.archive_result_id = request.archive_result_id;
+    settle_write();
+    auto insert = process_table::send_insert_queued(m_conn, row);
+    // A hook in a cgroup leaf starts while its row commits: the server works
+    // on the row while we write cmd.sh, open the log files and the child execs
+    // (sent before that work, the insert wakes the server on the idle core). Should we crash before the row
+    // commits, the hook is still found: it lives in a leaf of our group, and
+    // recovery tears down every leaf of a dead supervisor's group, row or no
+    // row (the case a lost asynchronous commit already needs). Every other
+    // process gets its row first: without a leaf, only the row's cookie finds
+    // a process again; and a worker may register itself before the row would
+    // have committed.
+    const bool row_first = !(leaf && request.process_type == "hook");
+    if (row_first) {
+        insert.finish();
+    }
+    try {
+        write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
+    } catch (const std::exception& e) {
+        log::warn("cannot write cmd.sh", {{"process", result.row_id}, {"error", e.what()}});
+    }
+
+    SpawnSpec spec;
+    spec.argv = request.argv;
+    auto child_env = env;
+    for (const auto& [key, value] : request.private_env) {
+        child_env[key] = value;
+    }
+    for (const auto& [key, value] : child_env) {
+        spec.envp.push_back(key + "=" + value);
+    }
+    spec.pwd = request.pwd;
+    spec.stdout_path = stdout_path;
+    spec.stderr_path = stderr_path;
+    spec.cgroup_dir_fd = leaf ? leaf->dir_fd() : -1;
+    spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
+    auto spawned = spawn_process(spec);
+    if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
+        insert.finish();
+        log::warn("spawn failed", {{"process", result.row_id}, {"name", request.name}, {"error", failure->message}});
+        process_table::mark_exited(m_conn, result.row_id, {std::nullopt, std::nullopt, "spawn_failed", {}, failure->message});
+        result.failure = *failure;
+        return result;
+    }
+    auto& child = std::get<Spawned>(spawned);
+    if (!row_first) {
+        try {
+            insert.finish();
+        } catch (const std::exception& e) {
+            // No row, no supervision: the hook must not outlive this call.
+            log::warn("row not written: stopping the hook", {{"process", result.row_id}, {"error", e.what()}});
+            leaf->kill();
+            pollfd exited{child.pidfd.fd(), POLLIN, 0};
+            ::poll(&exited, 1, static_cast<int>(m_options.kill_timeout.count()));
+            child.pidfd.try_reap();
+            throw;
+        }
+    }
+    result.pid = child.pidfd.pid();
+    // Our unreaped child's pid is pinned, so its stat is valid even if it
+    // has already exited.
+    ProcessIdentity identity;
+    identity.pid = result.pid;
+    identity.boot_id = m_boot_id;
+    identity.start_ticks = read_proc_stat(result.pid).value_or(ProcStat{}).start_ticks;
+    identity.pidfs_ino = child.pidfd.inode();
+    identity.cookie = cookie;
+    if (request.process_type == "hook") {
+        m_pending_running[result.row_id] = PendingRunning{identity, child.pgid, Clock::now()};
+    } else {
+        process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
+    }
+
+    SweepTarget sweep{cookie, child.pgid, identity.start_ticks};
+    auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
+                                                 sweep, request.timeout_s, stdout_path, stderr_path);
+    log::info("launched", {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
+                           {"containment", std::string(to_string(m_containment.mode()))}});
+    track(std::move(tree));
+    return result;
+}
+
+} // namespace orch
