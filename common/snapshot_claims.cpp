@@ -26,11 +26,13 @@ std::string array_literal(const std::vector<std::string>& ids)
 // pairing with the owners happens in the next CTE. The crawl fence row is locked
 // FOR SHARE: a concurrent lease change or cancel request waits for our commit.
 // The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
-const std::string k_claim_sql = claim_statement("", "", "SELECT id, lease_owner, attempts, n, url, depth FROM claimed");
+const std::string k_claim_sql = claim_statement("", "", "SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
+                                                "cardinality($3::uuid[])");
 
 } // namespace
 
-std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select)
+std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
+                            const std::string& limit)
 {
     return fmt::format(
         "WITH {}picked AS ("
@@ -42,7 +44,7 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
         "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
         "  ORDER BY s.depth, s.retry_at, s.created_at "
-        "  LIMIT cardinality($3::uuid[]) FOR UPDATE OF s SKIP LOCKED), "
+        "  LIMIT {} FOR UPDATE OF s SKIP LOCKED), "
         "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
         "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
         "claimed AS ("
@@ -57,7 +59,7 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
         "            WHERE p.id = c.lease_owner AND p.status <> 'exited') "
         "{}",
-        leading_ctes, gate, k_async_commit, select);
+        leading_ctes, gate, limit, k_async_commit, select);
 }
 
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,

@@ -226,7 +226,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // claim only happens if the seal did (the gate), and only takes a free lease.
     static const std::string sql =
         claim_statement(seal_ctes("$7", "$8") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
-                        "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true");
+                        "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true", "1");
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
