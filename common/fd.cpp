@@ -17,10 +17,6 @@ void Fd::reset(int fd) noexcept
     m_fd = fd;
 }
 
-} // namespace orch
-
-namespace orch {
-
 std::optional<std::string> read_whole_file(const std::string& path)
 {
     Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));

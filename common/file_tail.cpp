@@ -47,8 +47,7 @@ std::string read_file_tail(const std::filesystem::path& path, std::size_t max_by
         // Empty, or a pseudo file (/proc, cgroupfs) that reports no size: read
         // it through, at most k_pseudo_file_limit (a device never keeps us here).
         char buf[4096];
-        std::size_t total = 0;
-        while (total < k_pseudo_file_limit) {
+        while (data.size() < k_pseudo_file_limit) {
             const auto n = ::read(fd.get(), buf, sizeof buf);
             if (n < 0 && errno == EINTR) {
                 continue;
@@ -56,11 +55,7 @@ std::string read_file_tail(const std::filesystem::path& path, std::size_t max_by
             if (n <= 0) {
                 break;
             }
-            total += static_cast<std::size_t>(n);
             data.append(buf, static_cast<std::size_t>(n));
-            if (data.size() > 2 * max_bytes + sizeof buf) {
-                data.erase(0, data.size() - max_bytes);
-            }
         }
         if (data.size() > max_bytes) {
             data.erase(0, data.size() - max_bytes);

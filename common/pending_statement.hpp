@@ -55,10 +55,6 @@ inline std::optional<std::string> statement_param(const std::string& value)
 {
     return value;
 }
-inline std::optional<std::string> statement_param(const std::optional<std::string>& value)
-{
-    return value;
-}
 template <typename T, std::enable_if_t<std::is_arithmetic_v<T>, int> = 0>
 std::optional<std::string> statement_param(T value)
 {

@@ -53,17 +53,16 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.crawl_id = request.crawl_id;
     row.snapshot_id = request.snapshot_id;
     row.archive_result_id = request.archive_result_id;
-    settle_write();
     auto insert = process_table::send_insert_queued(m_conn, row);
     // A hook in a cgroup leaf starts while its row commits: the server works
     // on the row while we write cmd.sh, open the log files and the child execs
-    // (sent before that work, the insert wakes the server on the idle core). Should we crash before the row
-    // commits, the hook is still found: it lives in a leaf of our group, and
-    // recovery tears down every leaf of a dead supervisor's group, row or no
-    // row (the case a lost asynchronous commit already needs). Every other
-    // process gets its row first: without a leaf, only the row's cookie finds
-    // a process again; and a worker may register itself before the row would
-    // have committed.
+    // (sent before that work, the insert wakes the server on the idle core).
+    // Should we crash before the row commits, the hook is still found: it lives
+    // in a leaf of our group, and recovery tears down every leaf of a dead
+    // supervisor's group, row or no row (the case a lost asynchronous commit
+    // already needs). Every other process gets its row first: without a leaf,
+    // only the row's cookie finds a process again; and a worker may register
+    // itself before the row would have committed.
     const bool row_first = !(leaf && request.process_type == "hook");
     if (row_first) {
         insert.finish();

@@ -99,7 +99,6 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
-        m_in_flight.reset();
         m_trees.clear();
         m_spare_leaves.clear();
         m_containment.remove_group(m_self_id);
@@ -307,9 +306,8 @@ RecoveryReport Supervisor::recover(milliseconds grace)
     options.grace = grace;
     options.kill_timeout = m_options.kill_timeout;
     InFlightGuard guard{m_in_flight};
-    settle_write();
     auto report = cleanup_stale_running(m_conn, m_options.machine_id, options);
-    reap_orphans();
+    reap_orphans(); // may send an exit write
     settle_write();
     return report;
 }

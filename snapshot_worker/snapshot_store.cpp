@@ -212,9 +212,8 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner)
 
 std::string SnapshotStore::seal()
 {
-    auto r = exec_autocommit(m_conn, "snapshot_store.seal",
-                             "WITH " + seal_ctes("$1", "$2") + " SELECT outcome FROM sealed",
-                             m_snapshot_id, m_owner);
+    static const std::string sql = "WITH " + seal_ctes("$1", "$2") + " SELECT outcome FROM sealed";
+    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner);
     require(r, "sealing");
     return r[0][0].as<std::string>();
 }
