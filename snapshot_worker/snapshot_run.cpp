@@ -95,6 +95,8 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
         }
         if (m_stopping) {
             stop_everything(true);
+            // Before the caller gives the lease back: what finished stays finished.
+            m_store.flush_results(true);
             return ExitCode::interrupted;
         }
         // Every foreground hook is done: end the background ones, each within its own deadline.
@@ -178,6 +180,9 @@ LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool backg
 void SnapshotRun::wait_for_events(Clock::time_point deadline)
 {
     auto wake = std::min(deadline, m_lease.next_renewal());
+    if (auto flush = m_store.next_result_flush()) {
+        wake = std::min(wake, *flush);
+    }
     pollfd fds[2] = {{m_supervisor.epoll_fd(), POLLIN, 0}, {m_stop.fd(), POLLIN, 0}};
     auto timeout = until(wake);
     int rc = ::poll(fds, 2, static_cast<int>(std::min<long long>(timeout.count() + 1, 60'000)));
@@ -189,6 +194,7 @@ void SnapshotRun::wait_for_events(Clock::time_point deadline)
         m_stopping = true;
     }
     m_supervisor.process_events();
+    m_store.flush_results();
     if (m_lease.renewal_due()) {
         if (!m_lease.renew(m_conn)) {
             throw LeaseLost(fmt::format("lost the lease on snapshot {}", m_ctx.snapshot.id));

@@ -44,8 +44,10 @@ public:
     SnapshotRun(Context context, Supervisor& supervisor, SnapshotStore& store, Lease& lease, pqxx::connection& conn,
                 StopSignals& stop, const UrlFilter& filter);
 
-    // Returns ok when every hook ran (the snapshot may be sealed), interrupted
-    // when a stop signal cut it short (unfinished results requeued). A cancelled
+    // Returns ok when every hook ran (the snapshot may be sealed; the store may
+    // still hold the last results, which the seal writes first), interrupted
+    // when a stop signal cut it short (finished results written, unfinished
+    // ones requeued). A cancelled
     // crawl reaches its snapshot workers as SIGTERM from the crawl worker.
     ExitCode run(const std::vector<PlannedHook>& hooks);
 

@@ -111,36 +111,50 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
 
 void SnapshotStore::mark_started(const std::string& result_id, const std::string& process_id)
 {
-    auto r = exec_autocommit(m_conn, "snapshot_store.mark_started",
-                             fmt::format("UPDATE archive_result SET status = 'started', process_id = $4, "
-                                         " start_ts = now(), end_ts = NULL, error = NULL, attempts = attempts + 1, "
-                                         " modified_at = now() FROM {} "
-                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
-                                         k_async_commit, k_fence),
-                             m_snapshot_id, m_owner, result_id, process_id);
-    require(r, "starting a hook");
+    m_writes.started(result_id, process_id, ResultWriteBehind::Clock::now());
 }
 
 void SnapshotStore::record(const std::string& result_id, const HookResult& result, const OutputFiles& files)
 {
-    std::optional<std::string> output_json;
-    if (!result.output_json.is_null()) {
-        output_json = json_text(result.output_json);
+    m_writes.finished(result_id, result, files, ResultWriteBehind::Clock::now());
+}
+
+void SnapshotStore::flush_results(bool all)
+{
+    auto writes = m_writes.take(all ? ResultWriteBehind::Clock::time_point::max() : ResultWriteBehind::Clock::now());
+    if (writes.empty()) {
+        return;
     }
-    auto r = exec_autocommit(m_conn, "snapshot_store.record",
-                             fmt::format("UPDATE archive_result SET status = $4, output_str = $5, "
-                                         " output_json = $6::jsonb, error = $7, output_files = $8::jsonb, "
-                                         " output_size = $9, end_ts = now(), modified_at = now() FROM {} "
-                                         "WHERE id = $3 AND snapshot_id = $1 AND {} RETURNING 1",
-                                         k_async_commit, k_fence),
-                             m_snapshot_id, m_owner, result_id, std::string(to_string(result.status)),
-                             result.output_str, output_json, result.error, json_text(files.to_json()),
-                             static_cast<long long>(files.total_size));
-    require(r, "recording a result");
+    // One row per held write (result_write_behind.cpp): a start sets what
+    // mark-started means (process, start time, one more attempt, no end), an
+    // end the result's columns; a write may carry both.
+    auto r = exec_autocommit(
+        m_conn, "snapshot_store.flush_results",
+        fmt::format("UPDATE archive_result a SET status = w.status, "
+                    " process_id = CASE WHEN w.started THEN w.process_id ELSE a.process_id END, "
+                    " start_ts = CASE WHEN w.started THEN now() - make_interval(secs => w.started_ago) "
+                    "            ELSE a.start_ts END, "
+                    " attempts = a.attempts + CASE WHEN w.started THEN 1 ELSE 0 END, "
+                    " end_ts = CASE WHEN w.ended THEN now() - make_interval(secs => w.ended_ago) END, "
+                    " error = w.error, "
+                    " output_str = CASE WHEN w.ended THEN w.output_str ELSE a.output_str END, "
+                    " output_json = CASE WHEN w.ended THEN w.output_json ELSE a.output_json END, "
+                    " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
+                    " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
+                    " modified_at = now() "
+                    "FROM jsonb_to_recordset($3::jsonb) AS w(id uuid, status text, started boolean, "
+                    "       process_id uuid, started_ago double precision, ended boolean, "
+                    "       ended_ago double precision, output_str text, output_json jsonb, error text, "
+                    "       output_files jsonb, output_size bigint), {} "
+                    "WHERE a.id = w.id AND a.snapshot_id = $1 AND {} RETURNING 1",
+                    k_async_commit, k_fence),
+        m_snapshot_id, m_owner, json_text(writes));
+    require(r, "recording results");
 }
 
 void SnapshotStore::requeue(const std::string& result_id, const std::string& why)
 {
+    flush_results(true);
     auto r = exec_autocommit(m_conn, "snapshot_store.requeue",
                              fmt::format("UPDATE archive_result SET status = 'queued', error = $4, end_ts = now(), "
                                          " modified_at = now() FROM {} "
@@ -212,6 +226,7 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner)
 
 std::string SnapshotStore::seal()
 {
+    flush_results(true);
     static const std::string sql = "WITH " + seal_ctes("$1", "$2") + " SELECT outcome FROM sealed";
     auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner);
     require(r, "sealing");
@@ -223,6 +238,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
 {
     // A continuing worker's step between two snapshots in one statement: the
     // claim only happens if the seal did (the gate), and only takes a free lease.
+    flush_results(true);
     static const std::string sql =
         claim_statement(seal_ctes("$7", "$8") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
                         "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true", "1");

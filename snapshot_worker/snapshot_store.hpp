@@ -4,6 +4,7 @@
 #include "common/hook_result.hpp"
 #include "common/output_files.hpp"
 #include "common/snapshot_claims.hpp"
+#include "snapshot_worker/result_write_behind.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -36,7 +37,8 @@ struct ResultState {
 
 // The snapshot's rows, written only while `owner` holds the snapshot's lease:
 // every write checks the lease under a row lock in the same statement and throws
-// LeaseLost when it no longer holds. Each call commits its own transaction.
+// LeaseLost when it no longer holds. Each call that writes commits its own
+// transaction.
 // Not thread-safe; blocks for its round trips; throws what libpqxx throws.
 class SnapshotStore {
 public:
@@ -49,8 +51,16 @@ public:
 
     // One queued archive_result per hook (idempotent); returns every result by hook id.
     std::map<std::string, ResultState> ensure_results(const std::vector<Hook>& hooks);
+    // A hook's start and its result are held back (ResultWriteBehind) and
+    // written by flush_results(), which the caller runs when next_result_flush()
+    // is due; requeue(), seal() and seal_and_claim_next() flush whatever is
+    // held first. These two do no I/O.
     void mark_started(const std::string& result_id, const std::string& process_id);
     void record(const std::string& result_id, const HookResult& result, const OutputFiles& files);
+    // Writes the held writes that are due (all of them with `all`) in one
+    // statement; nothing when none are. Throws LeaseLost if the lease is gone.
+    void flush_results(bool all = false);
+    std::optional<ResultWriteBehind::Clock::time_point> next_result_flush() const { return m_writes.next_due(); }
     // Puts an interrupted hook's result back to queued so a resumed run reruns it.
     void requeue(const std::string& result_id, const std::string& why);
     void set_title(const std::string& title);
@@ -77,6 +87,7 @@ private:
     std::string m_snapshot_id;
     std::string m_crawl_id;
     std::string m_owner;
+    ResultWriteBehind m_writes;
 };
 
 } // namespace orch

@@ -69,6 +69,8 @@ TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing - t
     f.write_hook("p", "on_Snapshot__20_after.sh", "echo after >> '" + runs.string() + "'\n");
     auto w = f.start_worker(snap, {{"LEASE_TTL", "3"}});
     REQUIRE(eventually([&] { return has_line(runs, "slow"); }, 20s));
+    // The start is written shortly after the hook starts (the result write-behind).
+    REQUIRE(eventually([&] { return f.results(snap)["on_Snapshot__10_slow.sh"].status == "started"; }, 20s));
 
     auto thief = f.scalar("SELECT gen_random_uuid()::text");
     auto taken_at = f.scalar("UPDATE snapshot SET lease_owner = $2::uuid, lease_expires_at = now() + interval '1 hour' "

@@ -1,0 +1,55 @@
+#pragma once
+
+#include "common/hook_result.hpp"
+#include "common/output_files.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <map>
+#include <optional>
+#include <string>
+
+namespace orch {
+
+// The archive_result writes of one snapshot, held back for at most k_delay
+// and then sent together (SnapshotStore::flush_results): a hook that ends
+// within k_delay of its start gets one write for its start and its end, and
+// the results of hooks that end close together share one statement. What a
+// crash of the worker can lose is the last k_delay of writes, which only
+// reruns those hooks (their results stayed queued or started), as after a
+// crash during the hook itself. Times are kept as steady-clock points and
+// written as "that long before now()", so the database's clock stays the
+// only one in the rows. Pure bookkeeping: no I/O, never throws except
+// std::bad_alloc.
+class ResultWriteBehind {
+public:
+    using Clock = std::chrono::steady_clock;
+    static constexpr std::chrono::milliseconds k_delay{50};
+
+    // The hook of `result_id` started as process `process_id` at `at`.
+    void started(const std::string& result_id, const std::string& process_id, Clock::time_point at);
+    // Its result; merges with a start not yet written.
+    void finished(const std::string& result_id, const HookResult& result, const OutputFiles& files,
+                  Clock::time_point at);
+
+    bool empty() const noexcept { return m_pending.empty(); }
+    // When the oldest held write falls due; nullopt when nothing is held.
+    std::optional<Clock::time_point> next_due() const;
+    // The writes due at `now` (every write with Clock::time_point::max()),
+    // removed from the buffer, as the JSON array the flush statement reads
+    // (one object per result: see snapshot_store.cpp). Empty array if none.
+    nlohmann::json take(Clock::time_point now);
+
+private:
+    struct Pending {
+        Clock::time_point due;
+        std::optional<std::string> process_id; // set while the start is unwritten
+        Clock::time_point started_at;
+        std::optional<nlohmann::json> end;     // the result's columns, once finished
+        Clock::time_point ended_at;
+    };
+    std::map<std::string, Pending> m_pending;
+};
+
+} // namespace orch
