@@ -220,11 +220,11 @@ TEST_CASE("a hook whose row cannot be written does not run on: the error is thro
     SupervisionFixture fx;
     const bool fallback = GENERATE(false, true);
     Supervisor sup(*fx.conn, fx.options(fallback));
-    // A crawl that does not exist: the row's foreign key fails. In a cgroup leaf
-    // the hook is spawned while its row commits, so it must be stopped again.
+    // A timeout the row's CHECK constraint refuses: the insert fails. In a cgroup
+    // leaf the hook is spawned while its row commits, so it must be stopped again.
     auto req = fx.request({"sleep", "30"});
     req.row_id = random_uuid();
-    req.crawl_id = random_uuid();
+    req.timeout_s = -1.0;
     CHECK_THROWS_AS(sup.launch(req), pqxx::sql_error);
     CHECK(fx.column(req.row_id, "status").empty());
     CHECK(sup.running().empty());

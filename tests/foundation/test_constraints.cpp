@@ -91,3 +91,44 @@ TEST_CASE("a URL appears once per crawl", "[constraints]")
     CHECK_THROWS_AS(tx.exec_params0("INSERT INTO snapshot (crawl_id, url) VALUES ($1, 'http://a.test/')", crawl),
                     pqxx::unique_violation);
 }
+
+TEST_CASE("a deleted crawl snapshot or result leaves its process rows with the label cleared - a machine with "
+          "process rows cannot be deleted",
+          "[constraints]")
+{
+    ScratchDatabase db;
+    auto conn = db.connect();
+    add_machine(*conn, "m1");
+    const auto crawl = add_crawl(*conn);
+    pqxx::work tx(*conn);
+    const auto snapshot =
+        tx.exec_params1("INSERT INTO snapshot (crawl_id, url) VALUES ($1, 'http://a.test/') RETURNING id", crawl)[0]
+            .as<std::string>();
+    const auto result = tx.exec_params1("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
+                                        "VALUES ($1, 'p', 'p/h') RETURNING id",
+                                        snapshot)[0]
+                            .as<std::string>();
+    const auto labelled = [&](const std::string& column) {
+        return tx.exec1("SELECT count(" + column + ") FROM process")[0].as<int>();
+    };
+    tx.exec_params0("INSERT INTO process (machine_id, process_type, crawl_id, snapshot_id, archive_result_id) "
+                    "VALUES ('m1', 'hook', $1, $2, $3), ('m1', 'hook', $1, NULL, NULL)",
+                    crawl, snapshot, result);
+    tx.exec_params0("DELETE FROM archive_result WHERE id = $1", result);
+    CHECK(labelled("archive_result_id") == 0);
+    CHECK(labelled("snapshot_id") == 1);
+    tx.exec_params0("DELETE FROM snapshot WHERE id = $1", snapshot);
+    CHECK(labelled("snapshot_id") == 0);
+    CHECK(labelled("crawl_id") == 2);
+    tx.exec_params0("DELETE FROM crawl WHERE id = $1", crawl);
+    CHECK(labelled("crawl_id") == 0);
+    CHECK(labelled("*") == 2);
+    tx.commit();
+    {
+        pqxx::work refused(*conn);
+        CHECK_THROWS_AS(refused.exec0("DELETE FROM machine WHERE id = 'm1'"), pqxx::foreign_key_violation);
+    }
+    pqxx::work last(*conn);
+    last.exec0("DELETE FROM process");
+    CHECK_NOTHROW(last.exec0("DELETE FROM machine WHERE id = 'm1'"));
+}
