@@ -3,6 +3,7 @@
 #include "common/command_line.hpp"
 #include "common/errors.hpp"
 #include "common/exit_codes.hpp"
+#include "common/lean_exec.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
@@ -27,6 +28,7 @@ int report(const CLI::App& app, ExitCode code, const std::string& message)
 
 int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body)
 {
+    reexec_without_gnutls_init(argv);
     // A closed pipe is an error to report, not a reason to die silently.
     std::signal(SIGPIPE, SIG_IGN);
     try {

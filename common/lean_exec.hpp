@@ -1,0 +1,17 @@
+#pragma once
+
+namespace orch {
+
+// Debian's libpq links libldap, which links GnuTLS, whose library constructor
+// initialises GnuTLS (and loads p11-kit's modules) in every process that loads
+// libpq, though we never speak TLS through GnuTLS (libpq uses OpenSSL). That
+// costs about 0.8 MB of resident memory per process (bench row 6). GnuTLS
+// skips it when GNUTLS_NO_IMPLICIT_INIT=1 is in the environment at load time,
+// which only an exec can arrange: the first start of a process sets it and
+// re-executes itself (same pid, same argv); the second start removes it again,
+// so that no child (a hook that relies on GnuTLS initialising itself) inherits
+// it. A variable the user set is left alone, and so is the process if the exec
+// fails. Call first thing in main, before argv is touched. Never throws.
+void reexec_without_gnutls_init(char** argv) noexcept;
+
+} // namespace orch
