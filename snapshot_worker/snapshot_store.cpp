@@ -28,6 +28,33 @@ std::string json_text(const nlohmann::json& j)
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The held writes (result_write_behind.cpp) in the JSON array parameter `param`,
+// as rows `w`: one per result.
+std::string held_writes(const std::string& param)
+{
+    return fmt::format("jsonb_to_recordset({}::jsonb) AS w(id uuid, status text, started boolean, "
+                       "  process_id uuid, started_ago double precision, ended boolean, "
+                       "  ended_ago double precision, output_str text, output_json jsonb, error text, "
+                       "  output_files jsonb, output_size bigint)",
+                       param);
+}
+
+// Applies rows `w` to archive_result `a`: a start sets what starting means
+// (process, start time, one more attempt, no end), an end the result's
+// columns; a write may carry both.
+constexpr const char* k_write_held =
+    "UPDATE archive_result a SET status = w.status, "
+    " process_id = CASE WHEN w.started THEN w.process_id ELSE a.process_id END, "
+    " start_ts = CASE WHEN w.started THEN now() - make_interval(secs => w.started_ago) ELSE a.start_ts END, "
+    " attempts = a.attempts + CASE WHEN w.started THEN 1 ELSE 0 END, "
+    " end_ts = CASE WHEN w.ended THEN now() - make_interval(secs => w.ended_ago) END, "
+    " error = w.error, "
+    " output_str = CASE WHEN w.ended THEN w.output_str ELSE a.output_str END, "
+    " output_json = CASE WHEN w.ended THEN w.output_json ELSE a.output_json END, "
+    " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
+    " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
+    " modified_at = now()";
+
 } // namespace
 
 SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id, std::string crawl_id)
@@ -125,30 +152,9 @@ void SnapshotStore::flush_results(bool all)
     if (writes.empty()) {
         return;
     }
-    // One row per held write (result_write_behind.cpp): a start sets what
-    // mark-started means (process, start time, one more attempt, no end), an
-    // end the result's columns; a write may carry both.
-    auto r = exec_autocommit(
-        m_conn, "snapshot_store.flush_results",
-        fmt::format("UPDATE archive_result a SET status = w.status, "
-                    " process_id = CASE WHEN w.started THEN w.process_id ELSE a.process_id END, "
-                    " start_ts = CASE WHEN w.started THEN now() - make_interval(secs => w.started_ago) "
-                    "            ELSE a.start_ts END, "
-                    " attempts = a.attempts + CASE WHEN w.started THEN 1 ELSE 0 END, "
-                    " end_ts = CASE WHEN w.ended THEN now() - make_interval(secs => w.ended_ago) END, "
-                    " error = w.error, "
-                    " output_str = CASE WHEN w.ended THEN w.output_str ELSE a.output_str END, "
-                    " output_json = CASE WHEN w.ended THEN w.output_json ELSE a.output_json END, "
-                    " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
-                    " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
-                    " modified_at = now() "
-                    "FROM jsonb_to_recordset($3::jsonb) AS w(id uuid, status text, started boolean, "
-                    "       process_id uuid, started_ago double precision, ended boolean, "
-                    "       ended_ago double precision, output_str text, output_json jsonb, error text, "
-                    "       output_files jsonb, output_size bigint), {} "
-                    "WHERE a.id = w.id AND a.snapshot_id = $1 AND {} RETURNING 1",
-                    k_async_commit, k_fence),
-        m_snapshot_id, m_owner, json_text(writes));
+    static const std::string sql = fmt::format("{} FROM {}, {} WHERE a.id = w.id AND a.snapshot_id = $1 AND {} RETURNING 1",
+                                               k_write_held, held_writes("$3"), k_async_commit, k_fence);
+    auto r = exec_autocommit(m_conn, "snapshot_store.flush_results", sql, m_snapshot_id, m_owner, json_text(writes));
     require(r, "recording results");
 }
 
@@ -203,14 +209,20 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
 namespace {
 
 // The seal of `snapshot` held by `owner` (parameter references), as CTEs
-// `counts`, `sealed`: the outcome is derived from the results in the same
-// statement (we hold the lease: nobody else writes them meanwhile). The
+// `held`, `counts`, `sealed`, `recorded`: the outcome is derived from the
+// stored results and those still held (`writes`, a JSON array parameter; the
+// CTEs all see the rows as they were before the statement, and we hold the
+// lease: nobody else writes them meanwhile). The held results are written only
+// if the seal happened, which is their fence: the snapshot row, updated by
+// `sealed` in this very statement, cannot be locked again by it. The
 // async-commit setting sits in the sealing UPDATE, which always runs.
-std::string seal_ctes(const std::string& snapshot, const std::string& owner)
+std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes)
 {
     return fmt::format(
-        "counts AS (SELECT count(*) FILTER (WHERE status = 'failed') AS failed, count(*) AS total "
-        "           FROM archive_result WHERE snapshot_id = {0}), "
+        "held AS (SELECT * FROM {3}), "
+        "counts AS (SELECT count(*) FILTER (WHERE coalesce(w.status, a.status) = 'failed') AS failed, "
+        "           count(*) AS total "
+        "           FROM archive_result a LEFT JOIN held w ON w.id = a.id WHERE a.snapshot_id = {0}), "
         "sealed AS (UPDATE snapshot s SET status = 'sealed', "
         "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
         "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
@@ -218,17 +230,23 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner)
         "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
         "  sealed_at = now(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
         "  modified_at = now() "
-        "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome)",
-        snapshot, owner, k_async_commit);
+        "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome), "
+        "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
+        "  AND EXISTS (SELECT 1 FROM sealed))",
+        snapshot, owner, k_async_commit, held_writes(writes), k_write_held);
 }
 
 } // namespace
 
+std::string SnapshotStore::held_results()
+{
+    return json_text(m_writes.take(ResultWriteBehind::Clock::time_point::max()));
+}
+
 std::string SnapshotStore::seal()
 {
-    flush_results(true);
-    static const std::string sql = "WITH " + seal_ctes("$1", "$2") + " SELECT outcome FROM sealed";
-    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner);
+    static const std::string sql = "WITH " + seal_ctes("$1", "$2", "$3") + " SELECT outcome FROM sealed";
+    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner, held_results());
     require(r, "sealing");
     return r[0][0].as<std::string>();
 }
@@ -238,15 +256,14 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
 {
     // A continuing worker's step between two snapshots in one statement: the
     // claim only happens if the seal did (the gate), and only takes a free lease.
-    flush_results(true);
     static const std::string sql =
-        claim_statement(seal_ctes("$7", "$8") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
+        claim_statement(seal_ctes("$7", "$8", "$9") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
                         "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true", "1");
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
     auto r = exec_autocommit(m_conn, "snapshot_store.seal_and_claim_next", sql, p[0], p[1], p[2], p[3], p[4], p[5],
-                             m_snapshot_id, m_owner);
+                             m_snapshot_id, m_owner, held_results());
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();

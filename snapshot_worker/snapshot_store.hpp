@@ -53,8 +53,8 @@ public:
     std::map<std::string, ResultState> ensure_results(const std::vector<Hook>& hooks);
     // A hook's start and its result are held back (ResultWriteBehind) and
     // written by flush_results(), which the caller runs when next_result_flush()
-    // is due; requeue(), seal() and seal_and_claim_next() flush whatever is
-    // held first. These two do no I/O.
+    // is due; requeue() flushes whatever is held first, and seal() and
+    // seal_and_claim_next() write it in their own statement. These two do no I/O.
     void mark_started(const std::string& result_id, const std::string& process_id);
     void record(const std::string& result_id, const HookResult& result, const OutputFiles& files);
     // Writes the held writes that are due (all of them with `all`) in one
@@ -83,6 +83,8 @@ public:
 
 private:
     void require(const pqxx::result& r, const char* what) const;
+    // Every held write, taken out, as the seal statements' JSON parameter.
+    std::string held_results();
     pqxx::connection& m_conn;
     std::string m_snapshot_id;
     std::string m_crawl_id;

@@ -165,3 +165,26 @@ TEST_CASE("snapshot store: a worker that lost the lease writes no held result", 
     CHECK_THROWS_AS(store.flush_results(true), LeaseLost);
     CHECK(f.row_of(a) == "queued/0/f/f/f/-/-");
 }
+
+TEST_CASE("snapshot store: seal and claim next writes the held results in its statement - their failure decides the "
+          "outcome",
+          "[result_write_behind]")
+{
+    StoreFixture f;
+    SnapshotStore store(*f.conn, f.snapshot_id, f.crawl_id);
+    store.set_owner(f.owner);
+    auto results = store.ensure_results(two_hooks());
+    const auto a = results.at("p/on_Snapshot__10_a.sh").id;
+    const auto b = results.at("p/on_Snapshot__20_b.sh").id;
+    store.mark_started(a, f.process_a);
+    store.record(a, result_of(HookStatus::failed, "a failed"), OutputFiles{});
+    store.mark_started(b, f.process_b);
+    store.record(b, result_of(HookStatus::failed, "b failed"), OutputFiles{});
+    // The crawl is not leased to this owner: the seal happens, no claim does.
+    auto step = store.seal_and_claim_next(random_uuid(), std::chrono::seconds(30));
+    CHECK(step.outcome == "failed");
+    CHECK_FALSE(step.next);
+    CHECK(f.row_of(a) == "failed/1/t/t/t/out/a failed");
+    CHECK(f.row_of(b) == "failed/1/t/t/t/out/b failed");
+    CHECK(f.scalar("SELECT status || '/' || error FROM snapshot") == "sealed/2 of 2 hooks failed");
+}
