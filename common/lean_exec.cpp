@@ -37,4 +37,10 @@ void reexec_without_gnutls_init(char** argv) noexcept
     ::unsetenv(k_marker);
 }
 
+void add_lean_exec_environment(std::map<std::string, std::string>& env)
+{
+    env[k_gnutls_variable] = "1";
+    env[k_marker] = "1";
+}
+
 } // namespace orch

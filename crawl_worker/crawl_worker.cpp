@@ -4,6 +4,7 @@
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
+#include "common/lean_exec.hpp"
 #include "common/lease.hpp"
 #include "common/log.hpp"
 #include "common/machine.hpp"
@@ -120,6 +121,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         if (!db.embedded()) {
             ctx.worker_private_env["DATABASE_URL"] = db.conninfo();
         }
+        add_lean_exec_environment(ctx.worker_private_env);
         if (!common.machine_id.empty()) {
             ctx.worker_env["MACHINE_ID"] = common.machine_id;
         }

@@ -4,6 +4,7 @@
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
+#include "common/lean_exec.hpp"
 #include "common/lease.hpp"
 #include "common/log.hpp"
 #include "common/machine.hpp"
@@ -131,6 +132,7 @@ private:
             if (!m_db.embedded()) {
                 req.private_env["DATABASE_URL"] = m_db.conninfo();
             }
+            add_lean_exec_environment(req.private_env);
             req.pwd = m_data_dir;
             req.log_dir = m_data_dir / "crawls" / claim.crawl_id;
             req.name = "crawl_worker";

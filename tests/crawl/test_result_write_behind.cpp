@@ -27,6 +27,16 @@ HookResult result_of(HookStatus status, std::optional<std::string> error = std::
     return r;
 }
 
+std::vector<Hook> two_hooks()
+{
+    Hook a;
+    a.plugin = "p";
+    a.file_name = "on_Snapshot__10_a.sh";
+    Hook b = a;
+    b.file_name = "on_Snapshot__20_b.sh";
+    return {a, b};
+}
+
 struct StoreFixture {
     ScratchDatabase db;
     std::unique_ptr<pqxx::connection> conn = db.connect();
@@ -35,8 +45,12 @@ struct StoreFixture {
     std::string snapshot_id;
     std::string process_a = random_uuid();
     std::string process_b = random_uuid();
+    std::unique_ptr<SnapshotStore> store;
+    std::string result_a; // archive_result of hook a (step 10)
+    std::string result_b; // and of hook b (step 20)
 
-    // One snapshot leased to `owner`, and two hook process rows.
+    // One snapshot leased to `owner`, two hook process rows, and the store of
+    // the owner with the two hooks' results.
     StoreFixture()
     {
         pqxx::work tx(*conn);
@@ -51,6 +65,11 @@ struct StoreFixture {
             tx.exec_params0("INSERT INTO process (id, machine_id, process_type) VALUES ($1, 'm1', 'hook')", id);
         }
         tx.commit();
+        store = std::make_unique<SnapshotStore>(*conn, snapshot_id, crawl_id);
+        store->set_owner(owner);
+        auto results = store->ensure_results(two_hooks());
+        result_a = results.at("p/on_Snapshot__10_a.sh").id;
+        result_b = results.at("p/on_Snapshot__20_b.sh").id;
     }
 
     std::string scalar(const std::string& sql)
@@ -66,16 +85,6 @@ struct StoreFixture {
                       "FROM archive_result WHERE id = " + conn->quote(result_id));
     }
 };
-
-std::vector<Hook> two_hooks()
-{
-    Hook a;
-    a.plugin = "p";
-    a.file_name = "on_Snapshot__10_a.sh";
-    Hook b = a;
-    b.file_name = "on_Snapshot__20_b.sh";
-    return {a, b};
-}
 
 } // namespace
 
@@ -128,11 +137,9 @@ TEST_CASE("snapshot store: results are held until due or until the seal - which 
           "[result_write_behind]")
 {
     StoreFixture f;
-    SnapshotStore store(*f.conn, f.snapshot_id, f.crawl_id);
-    store.set_owner(f.owner);
-    auto results = store.ensure_results(two_hooks());
-    const auto a = results.at("p/on_Snapshot__10_a.sh").id;
-    const auto b = results.at("p/on_Snapshot__20_b.sh").id;
+    auto& store = *f.store;
+    const auto& a = f.result_a;
+    const auto& b = f.result_b;
 
     store.mark_started(a, f.process_a);
     store.flush_results(); // not due yet
@@ -155,10 +162,8 @@ TEST_CASE("snapshot store: results are held until due or until the seal - which 
 TEST_CASE("snapshot store: a worker that lost the lease writes no held result", "[result_write_behind]")
 {
     StoreFixture f;
-    SnapshotStore store(*f.conn, f.snapshot_id, f.crawl_id);
-    store.set_owner(f.owner);
-    auto results = store.ensure_results(two_hooks());
-    const auto a = results.at("p/on_Snapshot__10_a.sh").id;
+    auto& store = *f.store;
+    const auto& a = f.result_a;
     store.mark_started(a, f.process_a);
     store.record(a, result_of(HookStatus::succeeded), OutputFiles{});
     pqxx::nontransaction(*f.conn).exec0("UPDATE snapshot SET lease_owner = gen_random_uuid()");
@@ -171,11 +176,9 @@ TEST_CASE("snapshot store: seal and claim next writes the held results in its st
           "[result_write_behind]")
 {
     StoreFixture f;
-    SnapshotStore store(*f.conn, f.snapshot_id, f.crawl_id);
-    store.set_owner(f.owner);
-    auto results = store.ensure_results(two_hooks());
-    const auto a = results.at("p/on_Snapshot__10_a.sh").id;
-    const auto b = results.at("p/on_Snapshot__20_b.sh").id;
+    auto& store = *f.store;
+    const auto& a = f.result_a;
+    const auto& b = f.result_b;
     store.mark_started(a, f.process_a);
     store.record(a, result_of(HookStatus::failed, "a failed"), OutputFiles{});
     store.mark_started(b, f.process_b);

@@ -8,9 +8,16 @@
 #include <iterator>
 #include <string>
 
+#include <stdlib.h>
+
 int main(int, char** argv)
 {
+    // Counts the images this process ran: the re-exec passes the environment on.
+    const char* before = std::getenv("PROBE_STARTS");
+    const int starts = (before ? std::atoi(before) : 0) + 1;
+    ::setenv("PROBE_STARTS", std::to_string(starts).c_str(), 1);
     orch::reexec_without_gnutls_init(argv);
+    std::printf("starts=%d\n", starts);
     // The environment this image was exec'd with, as the kernel keeps it.
     std::ifstream in("/proc/self/environ");
     const std::string initial((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
