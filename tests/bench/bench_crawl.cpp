@@ -106,6 +106,7 @@ std::vector<std::string> urls(int n, const std::string& tag)
 struct CrawlRun {
     double per_s = 0;
     double wall_s = 0;
+    double cpu_ms = 0; // machine CPU per snapshot over the whole orchestrator run
     int workers = 0; // snapshot_worker processes the crawl used
 };
 
@@ -120,12 +121,20 @@ void settle(Bench& b)
                std::chrono::seconds(60));
 }
 
+// Machine CPU (all processes: ours, PostgreSQL, the hooks) since `busy0`, in ms per item.
+double cpu_ms_each(long busy0, int items)
+{
+    return static_cast<double>(bench::machine_busy_ticks() - busy0) * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK)) /
+           items;
+}
+
 // One crawl of n URLs through the real executables (one-shot orchestrator).
 CrawlRun crawl(Bench& b, int n, const std::string& tag)
 {
     settle(b);
     const auto id = b.add(urls(n, tag));
     const auto t0 = Clock::now();
+    const long busy0 = bench::machine_busy_ticks();
     SpawnedProcess orch(b.orchestrator({"--idle-window", "0", "--max-crawl-workers", "1", "--max-snapshot-workers",
                                         std::to_string(k_snapshot_workers)}),
                         b.env());
@@ -134,6 +143,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     }
     CrawlRun out;
     out.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    out.cpu_ms = cpu_ms_each(busy0, n);
     const auto q = "'" + id + "'";
     const double sealed = b.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND crawl_id = " + q);
     if (sealed != n) {
@@ -143,8 +153,8 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     const double span = b.scalar("SELECT extract(epoch FROM max(sealed_at) - min(created_at)) FROM snapshot WHERE crawl_id = " + q);
     out.per_s = n / span;
     out.workers = static_cast<int>(b.scalar("SELECT count(*) FROM process WHERE worker_type = 'snapshot' AND crawl_id = " + q));
-    std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s)\n", tag.c_str(), n, span,
-                out.per_s, out.wall_s);
+    std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s; machine CPU %.2f ms per snapshot)\n",
+                tag.c_str(), n, span, out.per_s, out.wall_s, out.cpu_ms);
     return out;
 }
 
@@ -164,6 +174,7 @@ double raw_ceiling(Bench& b, int n, int workers)
     int started = 0;
     int failed = 0;
     const auto t0 = Clock::now();
+    const long busy0 = bench::machine_busy_ticks();
     while (started < workers || !running.empty()) {
         while (started < workers && running.size() < k_snapshot_workers) {
             // An even share of the n snapshots: the first n % workers get one more.
@@ -190,8 +201,9 @@ double raw_ceiling(Bench& b, int n, int workers)
     if (failed > 0) {
         throw std::runtime_error(std::to_string(failed) + " raw workers failed");
     }
-    std::printf("raw ceiling: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s)\n", workers, n,
-                s, n / s);
+    std::printf("raw ceiling: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU %.2f ms "
+                "per snapshot)\n",
+                workers, n, s, n / s, cpu_ms_each(busy0, n));
     return n / s;
 }
 

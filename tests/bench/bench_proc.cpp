@@ -78,3 +78,18 @@ long cpu_ticks(pid_t pid)
 }
 
 } // namespace orch::bench
+
+namespace orch::bench {
+
+long machine_busy_ticks()
+{
+    std::ifstream in("/proc/stat");
+    std::string cpu;
+    long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
+    if (!(in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") {
+        return -1;
+    }
+    return user + nice + system + irq + softirq;
+}
+
+} // namespace orch::bench

@@ -40,4 +40,10 @@ private:
 // utime + stime of `pid` in clock ticks (-1 if it is gone).
 long cpu_ticks(pid_t pid);
 
+// CPU time the whole machine spent busy (user, nice, system, irq, softirq; not
+// idle, iowait or steal), in clock ticks, from /proc/stat (-1 if unreadable).
+// Over a run that has the machine to itself, the delta is what the run cost in
+// CPU, a steadier figure than its wall time on a shared VM.
+long machine_busy_ticks();
+
 } // namespace orch::bench
