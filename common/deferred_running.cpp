@@ -1,10 +1,14 @@
 #include "common/supervisor.hpp"
 
+#include <algorithm>
+
 // Supervisor's deferred row writes (see Supervisor::PendingRunning): a hook's
 // row goes queued -> running only once it has run k_running_write_delay, or
-// queued -> exited in one statement with its identity when it ends sooner; and
-// an exit is written while the supervisor goes on with the tree's cleanup
-// (m_in_flight), settled before the connection is used again.
+// queued -> exited in one statement with its identity when it ends sooner; a
+// hook's exit is held for exit_write_delay so that another statement can
+// carry it (m_held_exits); and any other exit is written while the supervisor
+// goes on with the tree's cleanup (m_in_flight), settled before the connection
+// is used again.
 
 namespace orch {
 
@@ -27,15 +31,69 @@ void Supervisor::flush_due_running()
 
 void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)
 {
-    settle_write();
-    const auto it = m_pending_running.find(row_id);
-    if (it == m_pending_running.end()) {
-        m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
+    const auto now = Clock::now();
+    const auto held = std::find_if(m_held_exits.begin(), m_held_exits.end(),
+                                   [&row_id](const auto& e) { return e.id == row_id; });
+    if (held != m_held_exits.end()) {
+        // The later record wins, but does not erase what only the first one knew.
+        held->end.end_reason = end.end_reason;
+        for (auto [mine, theirs] : {std::pair{&held->end.exit_code, &end.exit_code},
+                                    std::pair{&held->end.term_signal, &end.term_signal}}) {
+            if (*theirs) {
+                *mine = *theirs;
+            }
+        }
+        if (end.stdout_tail) {
+            held->end.stdout_tail = end.stdout_tail;
+        }
+        if (end.stderr_tail) {
+            held->end.stderr_tail = end.stderr_tail;
+        }
         return;
     }
-    const auto since = std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - it->second.spawned);
-    m_in_flight.emplace(process_table::send_mark_ran(m_conn, row_id, it->second.identity, it->second.pgid, since, end));
-    m_pending_running.erase(it);
+    process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end};
+    const auto running = m_pending_running.find(row_id);
+    if (running != m_pending_running.end()) {
+        exit.identity = running->second.identity;
+        exit.pgid = running->second.pgid;
+        exit.spawned = running->second.spawned;
+        m_pending_running.erase(running);
+    }
+    if (exit.identity || m_hook_rows.count(row_id) != 0) {
+        m_held_exits.push_back(std::move(exit));
+        return;
+    }
+    settle_write();
+    m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
+}
+
+void Supervisor::flush_due_exits()
+{
+    if (m_held_exits.empty() || Clock::now() < m_held_exits.front().ended + m_options.exit_write_delay) {
+        return;
+    }
+    send_held_exits();
+}
+
+void Supervisor::send_held_exits()
+{
+    if (m_held_exits.empty()) {
+        return;
+    }
+    settle_write();
+    m_in_flight.emplace(process_table::send_write_exits(m_conn, take_held_exits()));
+}
+
+std::string Supervisor::take_held_exits()
+{
+    return process_table::exits_json(std::exchange(m_held_exits, {}));
+}
+
+void Supervisor::write_held_exits()
+{
+    InFlightGuard guard{m_in_flight};
+    send_held_exits();
+    settle_write();
 }
 
 void Supervisor::settle_write()

@@ -57,10 +57,39 @@ struct EndRecord {
     std::optional<std::string> stderr_tail;
 };
 
-// INSERT with status 'queued'. The send_ functions send their statement and
+// A hook's exit that its supervisor holds back for a moment (see
+// Supervisor::m_held_exits) to send it together with other writes: folded
+// into the next process insert, into an owner's statement (a snapshot's seal),
+// or written alone when nothing came along in time.
+struct HeldExit {
+    std::string id;
+    // Set when the row's running write never happened (a hook that ended before
+    // its deferred running write): the exit write records the identity too.
+    std::optional<ProcessIdentity> identity;
+    pid_t pgid = 0;
+    std::chrono::steady_clock::time_point spawned;
+    std::chrono::steady_clock::time_point ended;
+    EndRecord end;
+};
+
+// `exits` as the JSON array that exits_update() reads. Times become "seconds
+// ago" as of this call (the database's clock stays the only one in the rows);
+// tails lose U+0000. "[]" when `exits` is empty.
+std::string exits_json(const std::vector<HeldExit>& exits);
+// `UPDATE process ...` applying the exits in the JSON array parameter `param`
+// (for example "$19"), for use as a data-modifying CTE. An exit always ends
+// its row (status exited); it overwrites an earlier end reason but keeps a
+// recorded exit code, signal, tail and ended_at that it does not carry itself.
+std::string exits_update(const std::string& param);
+
+// INSERT with status 'queued', with the held exits in `exits` (exits_json)
+// written by the same statement. The send_ functions send their statement and
 // return without waiting for it (see PendingStatement: `conn` is busy until
 // the statement is finished).
-[[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row);
+[[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row,
+                                                  const std::string& exits = "[]");
+// Writes the held exits in `exits` (exits_json).
+[[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits);
 // Inserts a row for an already running process (a supervisor's own row).
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid);
 // queued -> running with its OS identity.
@@ -68,12 +97,6 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 // the database's clock stays the only one in the row).
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
                   std::chrono::microseconds since_spawn = std::chrono::microseconds(0));
-// queued -> exited in one statement, for a process whose running state was never
-// written (a hook that ended before its deferred running write): its identity,
-// its start `since_spawn` ago and its end.
-[[nodiscard]] PendingStatement send_mark_ran(pqxx::connection& conn, const std::string& id,
-                                             const ProcessIdentity& identity, pid_t pgid,
-                                             std::chrono::microseconds since_spawn, const EndRecord& end);
 // -> exited, ended_at = now(). Overwrites an earlier end record (a teardown
 // may refine the reason recorded when the leader exited) but keeps a recorded
 // exit code when `end.exit_code` is empty.

@@ -53,7 +53,8 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.crawl_id = request.crawl_id;
     row.snapshot_id = request.snapshot_id;
     row.archive_result_id = request.archive_result_id;
-    auto insert = process_table::send_insert_queued(m_conn, row);
+    // Hook exits held until now travel with this insert.
+    auto insert = process_table::send_insert_queued(m_conn, row, take_held_exits());
     // A hook in a cgroup leaf starts while its row commits: the server works
     // on the row while we write cmd.sh, open the log files and the child execs
     // (sent before that work, the insert wakes the server on the idle core).
@@ -120,6 +121,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     identity.cookie = cookie;
     if (request.process_type == "hook") {
         m_pending_running[result.row_id] = PendingRunning{identity, child.pgid, Clock::now()};
+        m_hook_rows.insert(result.row_id);
     } else {
         process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
     }

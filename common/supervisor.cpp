@@ -99,6 +99,7 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
+        write_held_exits();
         m_trees.clear();
         m_spare_leaves.clear();
         m_containment.remove_group(m_self_id);
@@ -171,6 +172,7 @@ void Supervisor::handle_events()
     reap_orphans();
     collect_finished();
     flush_due_running();
+    flush_due_exits();
     if (Clock::now() >= m_next_heartbeat) {
         heartbeat();
     }
@@ -272,6 +274,7 @@ void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
     if (!tree.leader_exit()) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
     }
+    m_hook_rows.erase(tree.row_id());
     if (tree.claimed) {
         m_done[tree.row_id()] = outcome;
     } else {
@@ -333,6 +336,9 @@ void Supervisor::arm_timer(Clock::time_point now)
     }
     for (const auto& [id, pending] : m_pending_running) {
         next = std::min(next, pending.spawned + k_running_write_delay);
+    }
+    if (!m_held_exits.empty()) {
+        next = std::min(next, m_held_exits.front().ended + m_options.exit_write_delay);
     }
     const auto delay = std::max(next - now, Clock::duration(std::chrono::microseconds(100)));
     const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(delay).count();

@@ -37,6 +37,9 @@ struct SupervisorOptions {
     // A child's stdout/stderr log keeps at most about this much on disk; older
     // output is deallocated (see log_bound.hpp). HOOK_LOG_MAX_BYTES overrides.
     std::uint64_t max_log_bytes = 64ull << 20;
+    // How long a hook's exit is held for a later statement to carry it (see
+    // Supervisor::take_held_exits).
+    std::chrono::milliseconds exit_write_delay{50};
     // When this fd becomes readable during a teardown (the owner's signalfd: a
     // second SIGTERM), every tree still waiting is killed at once. -1 = none.
     int fast_stop_fd = -1;
@@ -106,7 +109,8 @@ public:
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
 
-    // Inserts the row (queued), spawns, records the identity (running).
+    // Inserts the row (queued; the statement also writes the held exits),
+    // spawns, records the identity (running).
     // A child that cannot be started is a value (failure set, row exited
     // with end_reason spawn_failed). Blocks only for the spawn itself.
     LaunchResult launch(const LaunchRequest& request);
@@ -129,8 +133,9 @@ public:
 
     // Readable when process_events() has work: add it to a poll/epoll loop.
     int epoll_fd() const noexcept { return m_epoll.get(); }
-    // Reaps exited processes (own and adopted), records outcomes, heartbeats
-    // when due. Never blocks.
+    // Reaps exited processes (own and adopted), records outcomes (a hook's
+    // exit is held: see take_held_exits), writes what is due, heartbeats when
+    // due. Never blocks on anything but the database.
     void process_events();
     // Outcomes of trees that ended on their own since the last call.
     std::vector<ProcessOutcome> take_finished();
@@ -141,6 +146,23 @@ public:
     // Updates heartbeat_at of the self row and every running supervised row
     // in one statement.
     void heartbeat();
+
+    // A hook's exit is not written at once but held for exit_write_delay:
+    // the next launch's insert carries it (one statement instead of two), or
+    // it is written when the delay is up, by whichever member runs then
+    // (process_events(), the owner's poll loop waking on epoll_fd()), together
+    // with every other exit held by then. wait() and teardown() write theirs
+    // before returning, and so does the destructor. Crash semantics are the
+    // deferred running write's: a held exit lost with us leaves its row
+    // queued or running, and recovery closes it.
+    //
+    // Hands the held exits over as the JSON parameter of
+    // process_table::exits_update(), for the owner's own statement to write
+    // (a snapshot's seal); the supervisor forgets them. "[]" when none.
+    std::string take_held_exits();
+    // Writes every held exit now: one round trip when there are any.
+    // Throws what libpqxx throws.
+    void write_held_exits();
 
     bool is_running(const std::string& row_id) const;
     std::vector<std::string> running() const;
@@ -201,8 +223,18 @@ private:
     static constexpr std::chrono::milliseconds k_running_write_delay{50};
     // Writes the deferred running rows that are due.
     void flush_due_running();
-    // Sends a leader's end record (with its identity when that was never
-    // written) as m_in_flight; settle_write() completes it.
+    // Exits held back (see take_held_exits), oldest first, at most one per row.
+    std::vector<process_table::HeldExit> m_held_exits;
+    // Rows of tracked hooks: their exits are held.
+    std::set<std::string> m_hook_rows;
+    // Sends every held exit as m_in_flight once the oldest is due.
+    void flush_due_exits();
+    // Sends every held exit as m_in_flight (settling what was in flight first).
+    void send_held_exits();
+    // A leader's end record (with its identity when that was never written):
+    // held for a hook, merged into an exit still held for the row (a teardown
+    // refining the reason), otherwise sent as m_in_flight, which
+    // settle_write() completes.
     void record_exit(const std::string& row_id, const process_table::EndRecord& end);
     // The one row write that may be in flight on m_conn. Every use of m_conn
     // settles it first, and no public member returns with it unsettled, so the

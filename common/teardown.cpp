@@ -47,6 +47,7 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     if (auto done = m_done.find(row_id); done != m_done.end()) {
         auto outcome = done->second;
         m_done.erase(done);
+        write_held_exits();
         return outcome;
     }
     SupervisedTree* tree = find(row_id);
@@ -62,14 +63,15 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     }
     auto kill_at = Clock::time_point::max();
     auto give_up = Clock::time_point::max();
-    // The exit write may still be on its way when the tree is done: settled
-    // before returning.
+    // The exit write may still be on its way (or held) when the tree is done:
+    // written and settled before returning.
     InFlightGuard guard{m_in_flight};
     for (;;) {
         handle_events();
         if (auto done = m_done.find(row_id); done != m_done.end()) {
             auto outcome = done->second;
             m_done.erase(done);
+            send_held_exits();
             settle_write();
             return outcome;
         }
@@ -219,6 +221,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
             m_done.erase(done);
         }
     }
+    send_held_exits();
     settle_write();
     log::info("teardown complete", {{"trees", std::to_string(entries.size())}, {"elapsed_ms", ms(Clock::now() - t0)}});
     return outcomes;

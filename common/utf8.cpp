@@ -1,5 +1,7 @@
 #include "common/utf8.hpp"
 
+#include <algorithm>
+
 namespace orch {
 namespace {
 
@@ -60,6 +62,12 @@ std::string sanitize_utf8(std::string_view text)
         }
     }
     return out;
+}
+
+std::string without_nul(std::string text)
+{
+    text.erase(std::remove(text.begin(), text.end(), '\0'), text.end());
+    return text;
 }
 
 } // namespace orch

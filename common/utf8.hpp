@@ -19,4 +19,8 @@ inline bool is_valid_utf8(std::string_view text) { return !find_invalid_utf8(tex
 // Copy of `text` with every ill-formed byte replaced by U+FFFD.
 std::string sanitize_utf8(std::string_view text);
 
+// `text` without U+0000, which PostgreSQL's text and jsonb cannot hold (a hook
+// may print it; as a JSON parameter it would fail the whole statement).
+std::string without_nul(std::string text);
+
 } // namespace orch

@@ -1,5 +1,7 @@
 #include "snapshot_worker/result_write_behind.hpp"
 
+#include "common/utf8.hpp"
+
 #include <algorithm>
 
 namespace orch {
@@ -13,28 +15,22 @@ double seconds_before(ResultWriteBehind::Clock::time_point now, ResultWriteBehin
 // PostgreSQL's text and jsonb cannot hold U+0000, which a hook may print as
 // valid JSON ("\u0000"): it is dropped, so that one such string cannot fail
 // the statement that carries the other results.
-std::string without_nul(std::string s)
-{
-    s.erase(std::remove(s.begin(), s.end(), '\0'), s.end());
-    return s;
-}
-
-nlohmann::json without_nul(const nlohmann::json& j)
+nlohmann::json json_without_nul(const nlohmann::json& j)
 {
     if (j.is_string()) {
-        return without_nul(j.get<std::string>());
+        return orch::without_nul(j.get<std::string>());
     }
     if (j.is_array()) {
         auto out = nlohmann::json::array();
         for (const auto& e : j) {
-            out.push_back(without_nul(e));
+            out.push_back(json_without_nul(e));
         }
         return out;
     }
     if (j.is_object()) {
         auto out = nlohmann::json::object();
         for (const auto& [k, v] : j.items()) {
-            out[without_nul(k)] = without_nul(v);
+            out[orch::without_nul(k)] = json_without_nul(v);
         }
         return out;
     }
@@ -43,7 +39,7 @@ nlohmann::json without_nul(const nlohmann::json& j)
 
 nlohmann::json text_or_null(const std::optional<std::string>& s)
 {
-    return s ? nlohmann::json(without_nul(*s)) : nlohmann::json();
+    return s ? nlohmann::json(orch::without_nul(*s)) : nlohmann::json();
 }
 
 } // namespace
@@ -70,9 +66,9 @@ void ResultWriteBehind::finished(const std::string& result_id, const HookResult&
     p.ended_at = at;
     p.end = nlohmann::json{{"status", std::string(to_string(result.status))},
                            {"output_str", text_or_null(result.output_str)},
-                           {"output_json", without_nul(result.output_json)},
+                           {"output_json", json_without_nul(result.output_json)},
                            {"error", text_or_null(result.error)},
-                           {"output_files", without_nul(files.to_json())},
+                           {"output_files", json_without_nul(files.to_json())},
                            {"output_size", files.total_size}};
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
+#include "common/process_table.hpp"
 #include "common/snapshot_claims.hpp"
 
 #include <fmt/format.h>
@@ -209,16 +210,20 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
 namespace {
 
 // The seal of `snapshot` held by `owner` (parameter references), as CTEs
-// `held`, `counts`, `sealed`, `recorded`: the outcome is derived from the
+// `ended` (the supervisor's held hook exits in `exits`, written whatever
+// becomes of the seal: they are facts about our processes, not about the
+// snapshot), `held`, `counts`, `sealed`, `recorded`: the outcome is derived from the
 // stored results and those still held (`writes`, a JSON array parameter; the
 // CTEs all see the rows as they were before the statement, and we hold the
 // lease: nobody else writes them meanwhile). The held results are written only
 // if the seal happened, which is their fence: the snapshot row, updated by
 // `sealed` in this very statement, cannot be locked again by it. The
 // async-commit setting sits in the sealing UPDATE, which always runs.
-std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes)
+std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
+                      const std::string& exits)
 {
     return fmt::format(
+        "ended AS ({5}), "
         "held AS (SELECT * FROM {3}), "
         "counts AS (SELECT count(*) FILTER (WHERE coalesce(w.status, a.status) = 'failed') AS failed, "
         "           count(*) AS total "
@@ -233,7 +238,7 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome), "
         "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
         "  AND EXISTS (SELECT 1 FROM sealed))",
-        snapshot, owner, k_async_commit, held_writes(writes), k_write_held);
+        snapshot, owner, k_async_commit, held_writes(writes), k_write_held, process_table::exits_update(exits));
 }
 
 } // namespace
@@ -243,27 +248,27 @@ std::string SnapshotStore::held_results()
     return json_text(m_writes.take(ResultWriteBehind::Clock::time_point::max()));
 }
 
-std::string SnapshotStore::seal()
+std::string SnapshotStore::seal(const std::string& exits)
 {
-    static const std::string sql = "WITH " + seal_ctes("$1", "$2", "$3") + " SELECT outcome FROM sealed";
-    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner, held_results());
+    static const std::string sql = "WITH " + seal_ctes("$1", "$2", "$3", "$4") + " SELECT outcome FROM sealed";
+    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner, held_results(), exits);
     require(r, "sealing");
     return r[0][0].as<std::string>();
 }
 
 SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,
-                                                              std::chrono::seconds ttl)
+                                                              std::chrono::seconds ttl, const std::string& exits)
 {
     // A continuing worker's step between two snapshots in one statement: the
     // claim only happens if the seal did (the gate), and only takes a free lease.
     static const std::string sql =
-        claim_statement(seal_ctes("$7", "$8", "$9") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
+        claim_statement(seal_ctes("$7", "$8", "$9", "$10") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
                         "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true", "1");
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
     auto r = exec_autocommit(m_conn, "snapshot_store.seal_and_claim_next", sql, p[0], p[1], p[2], p[3], p[4], p[5],
-                             m_snapshot_id, m_owner, held_results());
+                             m_snapshot_id, m_owner, held_results(), exits);
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();

@@ -69,8 +69,10 @@ public:
     int add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls);
     // Seals the snapshot with the outcome derived from its results; returns that
     // outcome. Does not wait for the WAL flush: the crawl's seal is the durable
-    // point (see snapshot_store.cpp).
-    std::string seal();
+    // point (see snapshot_store.cpp). The same statement writes `exits`, hook
+    // exits its supervisor held (Supervisor::take_held_exits), even when the
+    // seal finds the lease gone.
+    std::string seal(const std::string& exits = "[]");
     // What a worker that takes snapshot after snapshot does between two, in one
     // statement: seal() and, only if that sealed, claim_due_snapshots of the
     // crawl's next due snapshot with a free lease for the same owner, fenced on
@@ -79,7 +81,8 @@ public:
         std::string outcome;
         std::optional<ClaimedSnapshot> next;
     };
-    SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl);
+    SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl,
+                                    const std::string& exits = "[]");
 
 private:
     void require(const pqxx::result& r, const char* what) const;

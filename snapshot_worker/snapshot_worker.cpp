@@ -183,11 +183,11 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                     // The seal and the next claim in one statement. Only free leases: an
                     // expired one may belong to a sibling that still runs, which only
                     // the crawl worker knows.
-                    auto step = store->seal_and_claim_next(*self.parent_id, ttl);
+                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits());
                     log::info("snapshot sealed", {{"outcome", step.outcome}});
                     next = std::move(step.next);
                 } else {
-                    log::info("snapshot sealed", {{"outcome", store->seal()}});
+                    log::info("snapshot sealed", {{"outcome", store->seal(supervisor.take_held_exits())}});
                 }
             }
             if (!options.continue_with_crawl || taken >= max_snapshots) {

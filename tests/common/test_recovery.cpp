@@ -142,6 +142,7 @@ TEST_CASE("pid reuse and other boots are never signalled by recovery or teardown
     }
     ::kill(old_pid, SIGKILL);
     REQUIRE(eventually([&] { sup.process_events(); return !sup.is_running(hook.row_id); }));
+    sup.write_held_exits(); // the exit as recorded, before the row is made to lie
     const pid_t reused = spawn_at_pid(old_pid);
     REQUIRE(reused == old_pid);
     {

@@ -1,0 +1,105 @@
+// A hook's exit is held by its supervisor so that another statement can carry
+// it (Supervisor::take_held_exits): the next launch's insert, an owner's
+// statement, the supervisor's own timer, or its destructor.
+#include "tests/common/supervision_fixture.hpp"
+
+#include "common/process_table.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <poll.h>
+
+using namespace orch;
+using namespace orch::test;
+using namespace std::chrono_literals;
+
+namespace {
+
+// Runs the supervisor's events until `row_id` has finished on its own.
+void until_finished(Supervisor& sup, const std::string& row_id)
+{
+    bool done = false;
+    REQUIRE(eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 100);
+        sup.process_events();
+        for (const auto& outcome : sup.take_finished()) {
+            done = done || outcome.row_id == row_id;
+        }
+        return done;
+    }));
+}
+
+} // namespace
+
+TEST_CASE("a held exit travels with the next launch's insert: identity - exit code - tails without NUL", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(GENERATE(false, true));
+    options.exit_write_delay = 1h; // nothing but the next statement writes it
+    Supervisor sup(*fx.conn, options);
+    const auto first = sup.launch(fx.request({"sh", "-c", "printf 'a\\000b' >&2; exit 4"}));
+    REQUIRE(first.started());
+    until_finished(sup, first.row_id);
+    CHECK(fx.column(first.row_id, "status") == "queued");
+
+    const auto next = sup.launch(fx.request({"sleep", "5"}));
+    REQUIRE(next.started());
+    CHECK(fx.column(first.row_id, "status") == "exited");
+    CHECK(fx.column(first.row_id, "exit_code") == "4");
+    CHECK(fx.column(first.row_id, "end_reason") == "exited");
+    const auto tail = fx.column(first.row_id, "stderr_tail"); // the NUL did not fail the statement
+    CHECK(tail.find('\0') == std::string::npos);
+    CHECK((tail.size() >= 2 && tail.front() == 'a' && tail.back() == 'b'));
+    CHECK(fx.column(first.row_id, "pid") == std::to_string(first.pid));
+    CHECK_FALSE(fx.column(first.row_id, "start_ticks").empty());
+    CHECK(fx.column(first.row_id, "(created_at <= started_at AND started_at <= ended_at)") == "true");
+    // Written by the very transaction that inserted the next row.
+    CHECK(fx.column(first.row_id, "xmin::text") == fx.column(next.row_id, "xmin::text"));
+    sup.teardown({next.row_id}, 2s);
+    CHECK(fx.column(next.row_id, "status") == "exited");
+}
+
+TEST_CASE("held exits are handed to the owner's statement - written by the timer - or by the destructor",
+          "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.exit_write_delay = 1h;
+    std::string late;
+    {
+        Supervisor sup(*fx.conn, options);
+        const auto handed = sup.launch(fx.request({"true"}));
+        until_finished(sup, handed.row_id);
+        const auto exits = sup.take_held_exits();
+        CHECK(sup.take_held_exits() == "[]");
+        CHECK(fx.column(handed.row_id, "status") == "queued");
+        {
+            pqxx::work tx(*fx.conn);
+            tx.exec_params("WITH ended AS (" + process_table::exits_update("$1") + ") SELECT 1", exits);
+            tx.commit();
+        }
+        CHECK(fx.column(handed.row_id, "status") == "exited");
+        CHECK(fx.column(handed.row_id, "exit_code") == "0");
+        CHECK(fx.column(handed.row_id, "pid") == std::to_string(handed.pid));
+
+        const auto left = sup.launch(fx.request({"true"}));
+        until_finished(sup, left.row_id);
+        late = left.row_id;
+        CHECK(fx.column(late, "status") == "queued");
+    }
+    CHECK(fx.column(late, "status") == "exited");
+
+    options.exit_write_delay = 20ms;
+    Supervisor sup(*fx.conn, options);
+    const auto timed = sup.launch(fx.request({"sh", "-c", "exit 7"}));
+    // The supervisor's timer wakes the owner's loop when the exit is due.
+    REQUIRE(eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 100);
+        sup.process_events();
+        sup.take_finished();
+        return fx.column(timed.row_id, "status") == "exited";
+    }));
+    CHECK(fx.column(timed.row_id, "exit_code") == "7");
+}
