@@ -29,7 +29,7 @@ void Supervisor::flush_due_running()
     }
 }
 
-void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end)
+void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold)
 {
     const auto now = Clock::now();
     const auto held = std::find_if(m_held_exits.begin(), m_held_exits.end(),
@@ -59,12 +59,16 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
         exit.spawned = running->second.spawned;
         m_pending_running.erase(running);
     }
-    if (exit.identity || m_hook_rows.count(row_id) != 0) {
+    if (hold && (exit.identity || m_hook_rows.count(row_id) != 0)) {
         m_held_exits.push_back(std::move(exit));
         return;
     }
     settle_write();
-    m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
+    if (exit.identity) {
+        m_in_flight.emplace(process_table::send_write_exit(m_conn, exit));
+    } else {
+        m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
+    }
 }
 
 void Supervisor::flush_due_exits()
@@ -81,6 +85,11 @@ void Supervisor::send_held_exits()
         return;
     }
     settle_write();
+    if (m_held_exits.size() == 1) {
+        m_in_flight.emplace(process_table::send_write_exit(m_conn, m_held_exits.front()));
+        m_held_exits.clear();
+        return;
+    }
     m_in_flight.emplace(process_table::send_write_exits(m_conn, take_held_exits()));
 }
 

@@ -120,20 +120,68 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
     const std::string cmd = nlohmann::json(row.cmd).dump();
     const std::string env = nlohmann::json(row.env).dump();
     const auto timeout_s = text(row.timeout_s);
-    // One statement whether or not exits come along ("[]"): one prepared plan.
-    static const std::string sql =
-        "WITH ended AS (" + exits_update("$19") + ") "
+    static const std::string insert =
         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
         " crawl_id, snapshot_id, archive_result_id)"
         " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
         " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
         " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " + std::string(k_async_commit);
-    return send_autocommit(conn, "process_table.insert_queued", sql, row.id, row.machine_id, param(row.parent_id),
-                           row.process_type, cmd, env, param(row.pwd), param(timeout_s), param(row.cookie),
-                           param(row.containment), param(row.cgroup_path), param(row.stdout_path),
+    if (exits == "[]") {
+        // Without the exits' CTE, which costs its setup even when empty (0.09 -> 0.12 ms).
+        return send_autocommit(conn, "process_table.insert_queued", insert, row.id, row.machine_id,
+                               param(row.parent_id), row.process_type, cmd, env, param(row.pwd), param(timeout_s),
+                               param(row.cookie), param(row.containment), param(row.cgroup_path),
+                               param(row.stdout_path), param(row.stderr_path), param(row.plugin),
+                               param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
+                               param(row.archive_result_id));
+    }
+    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
+    return send_autocommit(conn, "process_table.insert_queued_with_exits", with_exits, row.id, row.machine_id,
+                           param(row.parent_id), row.process_type, cmd, env, param(row.pwd), param(timeout_s),
+                           param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
                            param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id),
                            param(row.snapshot_id), param(row.archive_result_id), exits);
+}
+
+PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
+{
+    const auto now = std::chrono::steady_clock::now();
+    auto ago = [now](std::chrono::steady_clock::time_point then) {
+        return std::max(0.0, std::chrono::duration<double>(now - then).count());
+    };
+    auto text_or_null = [](const std::optional<std::string>& value) -> std::optional<std::string> {
+        return value ? std::optional<std::string>(without_nul(*value)) : std::nullopt;
+    };
+    const auto& identity = exit.identity;
+    const auto pid = identity ? text(std::optional<pid_t>(identity->pid)) : std::nullopt;
+    const auto boot_id = identity ? std::optional<std::string>(identity->boot_id) : std::nullopt;
+    const auto start_ticks = identity ? text(std::optional<std::uint64_t>(identity->start_ticks)) : std::nullopt;
+    const auto pidfs_ino = identity ? text(identity->pidfs_ino) : std::nullopt;
+    const auto pgid = identity ? text(std::optional<pid_t>(exit.pgid)) : std::nullopt;
+    const auto started_ago = identity ? text(std::optional<double>(ago(exit.spawned))) : std::nullopt;
+    const auto exit_code = text(exit.end.exit_code);
+    const auto term_signal = text(exit.end.term_signal);
+    const auto stdout_tail = text_or_null(exit.end.stdout_tail);
+    const auto stderr_tail = text_or_null(exit.end.stderr_tail);
+    // The same assignments as exits_update(), from parameters.
+    static const std::string sql =
+        "UPDATE process SET status = 'exited',"
+        " pid = coalesce($2::integer, pid), boot_id = coalesce($3::text, boot_id),"
+        " start_ticks = coalesce($4::bigint, start_ticks),"
+        " pidfs_ino = CASE WHEN $2::integer IS NULL THEN pidfs_ino ELSE $5::bigint END,"
+        " pgid = coalesce($6::integer, pgid),"
+        " started_at = CASE WHEN $2::integer IS NULL THEN started_at"
+        "                   ELSE now() - make_interval(secs => $7::double precision) END,"
+        " heartbeat_at = CASE WHEN $2::integer IS NULL THEN heartbeat_at ELSE now() END,"
+        " ended_at = coalesce(ended_at, now() - make_interval(secs => $8::double precision)),"
+        " exit_code = coalesce($9::integer, exit_code), term_signal = coalesce($10::integer, term_signal),"
+        " end_reason = $11::text, stdout_tail = coalesce($12::text, stdout_tail),"
+        " stderr_tail = coalesce($13::text, stderr_tail) FROM " + std::string(k_async_commit) + " WHERE id = $1";
+    return send_autocommit(conn, "process_table.write_exit", sql, exit.id, param(pid), param(boot_id),
+                           param(start_ticks), param(pidfs_ino), param(pgid), param(started_ago), ago(exit.ended),
+                           param(exit_code), param(term_signal), exit.end.end_reason, param(stdout_tail),
+                           param(stderr_tail));
 }
 
 PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits)

@@ -191,9 +191,11 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
     tree.set_leader_exit(exit);
     ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
     const auto elapsed = Clock::now() - tree.started();
-    record_exit(tree.row_id(), {exit.exit_code, exit.term_signal, tree.end_reason,
-                                read_file_tail(tree.stdout_path(), m_options.tail_bytes),
-                                read_file_tail(tree.stderr_path(), m_options.tail_bytes)});
+    record_exit(tree.row_id(),
+                {exit.exit_code, exit.term_signal, tree.end_reason,
+                 read_file_tail(tree.stdout_path(), m_options.tail_bytes),
+                 read_file_tail(tree.stderr_path(), m_options.tail_bytes)},
+                !tree.claimed);
     tree.recorded = true;
     log::info("process exited", {{"process", tree.row_id()}, {"name", tree.name()},
                                  {"exit_code", std::to_string(exit.exit_code)},

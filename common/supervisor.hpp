@@ -232,10 +232,12 @@ private:
     // Sends every held exit as m_in_flight (settling what was in flight first).
     void send_held_exits();
     // A leader's end record (with its identity when that was never written):
-    // held for a hook, merged into an exit still held for the row (a teardown
-    // refining the reason), otherwise sent as m_in_flight, which
-    // settle_write() completes.
-    void record_exit(const std::string& row_id, const process_table::EndRecord& end);
+    // merged into an exit still held for the row (a teardown refining the
+    // reason), held for a hook when `hold`, otherwise sent as m_in_flight,
+    // which settle_write() completes. wait() does not hold the exit of the row
+    // it waits for: it is sent at once and its round trip overlaps the tree's
+    // cleanup.
+    void record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold = true);
     // The one row write that may be in flight on m_conn. Every use of m_conn
     // settles it first, and no public member returns with it unsettled, so the
     // owner always finds the connection idle.
