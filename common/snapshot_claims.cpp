@@ -26,7 +26,7 @@ std::string array_literal(const std::vector<std::string>& ids)
 // pairing with the owners happens in the next CTE. The crawl fence row is locked
 // FOR SHARE: a concurrent lease change or cancel request waits for our commit.
 // The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
-const std::string k_claim_sql = claim_statement("", "", "SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
+const std::string k_claim_sql = claim_statement("", "", " SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
                                                 "cardinality($3::uuid[])");
 
 } // namespace
@@ -57,7 +57,7 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         // An owner row that exists already (a worker claiming for itself) now names the
         // snapshot it works on; rows created later get it at their creation.
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
-        "            WHERE p.id = c.lease_owner AND p.status <> 'exited') "
+        "            WHERE p.id = c.lease_owner AND p.status <> 'exited')"
         "{}",
         leading_ctes, gate, limit, k_async_commit, select);
 }

@@ -56,7 +56,8 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 // parameters $1-$6 are claim_parameters(); `leading_ctes` ("name AS (...), ")
 // come first and may use $7 and up; `gate` ("AND ...") is one more condition on
 // every picked row; `select` is the statement's final query over the CTE
-// `claimed` (id, lease_owner, attempts, n, url, depth); `limit` is how many rows
+// `claimed` (id, lease_owner, attempts, n, url, depth), and may start with more
+// CTEs of its own (", name AS (...) SELECT ..."); `limit` is how many rows
 // to pick, cardinality($3::uuid[]) for one per owner. A literal limit lets the
 // server keep the statement's generic plan (see seal_and_claim_next).
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,

@@ -29,6 +29,16 @@ std::string json_text(const nlohmann::json& j)
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// The hooks whose results a snapshot gets, as [{"plugin", "hook"}, ...].
+std::string hooks_json(const std::vector<Hook>& hooks)
+{
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& h : hooks) {
+        list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
+    }
+    return json_text(list);
+}
+
 // The held writes (result_write_behind.cpp) in the JSON array parameter `param`,
 // as rows `w`: one per result.
 std::string held_writes(const std::string& param)
@@ -100,10 +110,6 @@ void SnapshotStore::require(const pqxx::result& r, const char* what) const
 
 std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vector<Hook>& hooks)
 {
-    nlohmann::json list = nlohmann::json::array();
-    for (const auto& h : hooks) {
-        list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
-    }
     // One statement: the fence, the inserts and every result. The outer SELECT does
     // not see the CTE's inserts (one snapshot per statement), so the new rows come
     // from RETURNING and the existing ones from the table; a row with a NULL hook
@@ -121,7 +127,7 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
                     "UNION ALL SELECT hook_name, id::text, status FROM archive_result "
                     "  WHERE snapshot_id = $1 AND EXISTS (SELECT 1 FROM fence)",
                     k_async_commit),
-        m_snapshot_id, m_owner, json_text(list));
+        m_snapshot_id, m_owner, hooks_json(hooks));
     std::map<std::string, ResultState> out;
     bool fenced = false;
     for (const auto& row : rows) {
@@ -257,23 +263,40 @@ std::string SnapshotStore::seal(const std::string& exits)
 }
 
 SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,
-                                                              std::chrono::seconds ttl, const std::string& exits)
+                                                              std::chrono::seconds ttl, const std::string& exits,
+                                                              const std::vector<Hook>& hooks)
 {
     // A continuing worker's step between two snapshots in one statement: the
-    // claim only happens if the seal did (the gate), and only takes a free lease.
-    static const std::string sql =
-        claim_statement(seal_ctes("$7", "$8", "$9", "$10") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
-                        "SELECT sealed.outcome, claimed.* FROM sealed LEFT JOIN claimed ON true", "1");
+    // claim only happens if the seal did (the gate), and only takes a free lease;
+    // the claimed snapshot gets its results as ensure_results() would make them
+    // (the claim in this very statement is their fence). The rows it had already
+    // (a retried snapshot) come from the table as it was before the statement,
+    // the new ones from RETURNING.
+    static const std::string sql = claim_statement(
+        seal_ctes("$7", "$8", "$9", "$10") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
+        ", prepared AS (INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
+        "  SELECT c.id, e->>'plugin', e->>'hook' FROM claimed c, jsonb_array_elements($11::jsonb) e "
+        "  ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status), "
+        "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
+        "  FROM (SELECT hook_name, id, status FROM prepared "
+        "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
+        "        JOIN claimed c ON a.snapshot_id = c.id) r) "
+        "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
+        "1");
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
     auto r = exec_autocommit(m_conn, "snapshot_store.seal_and_claim_next", sql, p[0], p[1], p[2], p[3], p[4], p[5],
-                             m_snapshot_id, m_owner, held_results(), exits);
+                             m_snapshot_id, m_owner, held_results(), exits, hooks_json(hooks));
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();
     if (!r[0][1].is_null()) {
         out.next = claimed_snapshot(r[0], 1);
+        const auto results = r[0][7].is_null() ? nlohmann::json::object() : nlohmann::json::parse(r[0][7].c_str());
+        for (const auto& [hook, state] : results.items()) {
+            out.next_results[hook] = ResultState{state.at(0).get<std::string>(), state.at(1).get<std::string>()};
+        }
     }
     return out;
 }

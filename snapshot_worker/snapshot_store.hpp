@@ -76,13 +76,16 @@ public:
     // What a worker that takes snapshot after snapshot does between two, in one
     // statement: seal() and, only if that sealed, claim_due_snapshots of the
     // crawl's next due snapshot with a free lease for the same owner, fenced on
-    // `crawl_owner`'s crawl lease. Throws LeaseLost when the seal finds the lease gone.
+    // `crawl_owner`'s crawl lease; the next snapshot gets its results for
+    // `hooks` in the same statement (what ensure_results() returns for it).
+    // `exits` as for seal(). Throws LeaseLost when the seal finds the lease gone.
     struct SealAndNext {
         std::string outcome;
         std::optional<ClaimedSnapshot> next;
+        std::map<std::string, ResultState> next_results; // by hook id, when `next` is set
     };
     SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl,
-                                    const std::string& exits = "[]");
+                                    const std::string& exits = "[]", const std::vector<Hook>& hooks = {});
 
 private:
     void require(const pqxx::result& r, const char* what) const;

@@ -42,17 +42,24 @@ struct WorkerScope {
     std::filesystem::path data_dir;
 };
 
-// Runs the hooks of one leased snapshot; the caller seals it when this returns
-// ok. Anything else gives it back for a later run (interrupted). Throws
-// LeaseLost when the lease is gone.
-ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals& stop, const WorkerScope& scope,
-                    SnapshotStore& store, const SnapshotRecord& snapshot, Lease& lease)
+std::vector<Hook> planned_hooks(const WorkerScope& scope)
 {
     std::vector<Hook> hooks;
     for (const auto& p : scope.planned) {
         hooks.push_back(p.hook);
     }
-    auto results = store.ensure_results(hooks);
+    return hooks;
+}
+
+// Runs the hooks of one leased snapshot; the caller seals it when this returns
+// ok. Anything else gives it back for a later run (interrupted). Throws
+// LeaseLost when the lease is gone. `prepared`: its results, when the claim
+// that leased it made them already (seal_and_claim_next); else they are made here.
+ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals& stop, const WorkerScope& scope,
+                    SnapshotStore& store, const SnapshotRecord& snapshot, Lease& lease,
+                    std::optional<std::map<std::string, ResultState>> prepared)
+{
+    auto results = prepared ? std::move(*prepared) : store.ensure_results(planned_hooks(scope));
     std::vector<PlannedHook> todo;
     for (auto p : scope.planned) {
         const auto& state = results.at(p.hook.id());
@@ -168,11 +175,14 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         Supervisor supervisor(conn, sup);
 
         code = ExitCode::ok;
+        // The results of the snapshot claimed by the last seal, made by that statement.
+        std::optional<std::map<std::string, ResultState>> next_results;
         for (;;) {
             std::optional<ClaimedSnapshot> next;
             if (lease) {
                 store->set_owner(self.id);
-                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease);
+                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease, std::move(next_results));
+                next_results.reset();
                 ++taken;
                 if (code != ExitCode::ok) {
                     break;
@@ -183,9 +193,13 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                     // The seal and the next claim in one statement. Only free leases: an
                     // expired one may belong to a sibling that still runs, which only
                     // the crawl worker knows.
-                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits());
+                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits(),
+                                                           planned_hooks(scope));
                     log::info("snapshot sealed", {{"outcome", step.outcome}});
                     next = std::move(step.next);
+                    if (next) {
+                        next_results = std::move(step.next_results);
+                    }
                 } else {
                     log::info("snapshot sealed", {{"outcome", store->seal(supervisor.take_held_exits())}});
                 }

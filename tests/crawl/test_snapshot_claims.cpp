@@ -53,6 +53,15 @@ struct ClaimFixture {
     void exec(const std::string& sql) { pqxx::nontransaction(*conn).exec0(sql); }
     std::string quote(const std::string& v) { return conn->quote(v); }
     std::string snapshot(int n) { return scalar("SELECT id FROM snapshot WHERE url = 'http://a.test/" + std::to_string(n) + "'"); }
+    // A continuing worker's first claim (free leases only) for `self`.
+    ClaimedSnapshot first_claim(const std::string& self)
+    {
+        ClaimScope free_only;
+        free_only.take_expired = false;
+        auto claims = claim_due_snapshots(*conn, crawl_id, crawl_owner, {self}, k_ttl, free_only);
+        REQUIRE(claims.size() == 1);
+        return claims.front();
+    }
 
     static std::vector<std::string> owners(std::size_t n)
     {
@@ -253,8 +262,7 @@ TEST_CASE("seal and claim next: one statement seals the held snapshot and leases
     const auto self = random_uuid();
     ClaimScope free_only;
     free_only.take_expired = false;
-    auto first = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, {self}, k_ttl, free_only);
-    REQUIRE(first.size() == 1);
+    const std::vector<ClaimedSnapshot> first{f.first_claim(self)};
 
     // A worker that lost its lease seals nothing and claims nothing.
     SnapshotStore stranger(*f.conn, first[0].snapshot_id, f.crawl_id);
@@ -296,4 +304,48 @@ TEST_CASE("seal and claim next: one statement seals the held snapshot and leases
     CHECK(after.outcome == "succeeded");
     CHECK_FALSE(after.next);
     CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "0");
+}
+
+TEST_CASE("seal and claim next makes the next snapshot's results: new ones queued - a retried snapshot keeps what it "
+          "had",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(2);
+    const auto self = random_uuid();
+    const std::vector<ClaimedSnapshot> first{f.first_claim(self)};
+    const auto second = f.scalar("SELECT id FROM snapshot WHERE id <> " + f.quote(first[0].snapshot_id));
+    // The second one ran before: one of its hooks succeeded then.
+    f.exec("INSERT INTO archive_result (snapshot_id, plugin, hook_name, status) VALUES (" + f.quote(second) +
+           ", 'p', 'p/on_Snapshot__20_b.sh', 'succeeded')");
+    std::vector<Hook> hooks(2);
+    hooks[0].plugin = "p";
+    hooks[0].file_name = "on_Snapshot__10_a.sh";
+    hooks[1].plugin = "p";
+    hooks[1].file_name = "on_Snapshot__20_b.sh";
+
+    SnapshotStore store(*f.conn, first[0].snapshot_id, f.crawl_id);
+    store.set_owner(self);
+    auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl, "[]", hooks);
+    REQUIRE(step.next);
+    CHECK(step.next->snapshot_id == second);
+    REQUIRE(step.next_results.size() == 2);
+    const auto& fresh = step.next_results.at("p/on_Snapshot__10_a.sh");
+    const auto& kept = step.next_results.at("p/on_Snapshot__20_b.sh");
+    CHECK(fresh.status == "queued");
+    CHECK(kept.status == "succeeded");
+    CHECK(f.scalar("SELECT snapshot_id || '/' || status FROM archive_result WHERE id = " + f.quote(fresh.id)) ==
+          second + "/queued");
+    CHECK(f.scalar("SELECT count(*) FROM archive_result WHERE snapshot_id = " + f.quote(second)) == "2");
+    // What ensure_results would have said for the same snapshot.
+    SnapshotStore next(*f.conn, second, f.crawl_id);
+    next.set_owner(self);
+    const auto ensured = next.ensure_results(hooks);
+    CHECK(ensured.at("p/on_Snapshot__10_a.sh").id == fresh.id);
+    CHECK(ensured.at("p/on_Snapshot__20_b.sh").id == kept.id);
+
+    // Nothing claimed: no results made, and none returned.
+    auto end = next.seal_and_claim_next(f.crawl_owner, k_ttl, "[]", hooks);
+    CHECK_FALSE(end.next);
+    CHECK(end.next_results.empty());
+    CHECK(f.scalar("SELECT count(*) FROM archive_result") == "2");
 }
