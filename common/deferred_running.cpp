@@ -36,19 +36,16 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
                                    [&row_id](const auto& e) { return e.id == row_id; });
     if (held != m_held_exits.end()) {
         // The later record wins, but does not erase what only the first one knew.
-        held->end.end_reason = end.end_reason;
-        for (auto [mine, theirs] : {std::pair{&held->end.exit_code, &end.exit_code},
-                                    std::pair{&held->end.term_signal, &end.term_signal}}) {
-            if (*theirs) {
-                *mine = *theirs;
+        auto keep_known = [](auto& mine, const auto& theirs) {
+            if (theirs) {
+                mine = theirs;
             }
-        }
-        if (end.stdout_tail) {
-            held->end.stdout_tail = end.stdout_tail;
-        }
-        if (end.stderr_tail) {
-            held->end.stderr_tail = end.stderr_tail;
-        }
+        };
+        held->end.end_reason = end.end_reason;
+        keep_known(held->end.exit_code, end.exit_code);
+        keep_known(held->end.term_signal, end.term_signal);
+        keep_known(held->end.stdout_tail, end.stdout_tail);
+        keep_known(held->end.stderr_tail, end.stderr_tail);
         return;
     }
     process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end};
@@ -59,7 +56,7 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
         exit.spawned = running->second.spawned;
         m_pending_running.erase(running);
     }
-    if (hold && (exit.identity || m_hook_rows.count(row_id) != 0)) {
+    if (hold) {
         m_held_exits.push_back(std::move(exit));
         return;
     }

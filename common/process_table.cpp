@@ -4,6 +4,7 @@
 #include "common/pending_statement.hpp"
 #include "common/utf8.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -57,31 +58,67 @@ std::optional<T> get(const pqxx::field& field)
 
 } // namespace
 
+namespace {
+
+double seconds_ago(std::chrono::steady_clock::time_point now, std::chrono::steady_clock::time_point then)
+{
+    return std::max(0.0, std::chrono::duration<double>(now - then).count());
+}
+
+// A tail as the database can store it.
+std::optional<std::string> storable(const std::optional<std::string>& tail)
+{
+    return tail ? std::optional<std::string>(without_nul(*tail)) : std::nullopt;
+}
+
+// Where an exit write reads its values: columns of a JSON row, or parameters.
+struct ExitValues {
+    std::string pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago, ended_ago, exit_code, term_signal,
+        end_reason, stdout_tail, stderr_tail;
+};
+
+// The SET list of an exit write to process `p`. A row whose running write never
+// happened gets its identity here (pid not NULL); an exit overwrites an earlier
+// end reason but keeps a recorded exit code, signal, tail and ended_at that it
+// does not carry itself.
+std::string exit_assignments(const ExitValues& v)
+{
+    return fmt::format(
+        "status = 'exited', pid = coalesce({0}, p.pid), boot_id = coalesce({1}, p.boot_id),"
+        " start_ticks = coalesce({2}, p.start_ticks),"
+        " pidfs_ino = CASE WHEN {0} IS NULL THEN p.pidfs_ino ELSE {3} END, pgid = coalesce({4}, p.pgid),"
+        " started_at = CASE WHEN {0} IS NULL THEN p.started_at ELSE now() - make_interval(secs => {5}) END,"
+        " heartbeat_at = CASE WHEN {0} IS NULL THEN p.heartbeat_at ELSE now() END,"
+        " ended_at = coalesce(p.ended_at, now() - make_interval(secs => {6})),"
+        " exit_code = coalesce({7}, p.exit_code), term_signal = coalesce({8}, p.term_signal),"
+        " end_reason = {9}, stdout_tail = coalesce({10}, p.stdout_tail),"
+        " stderr_tail = coalesce({11}, p.stderr_tail)",
+        v.pid, v.boot_id, v.start_ticks, v.pidfs_ino, v.pgid, v.started_ago, v.ended_ago, v.exit_code, v.term_signal,
+        v.end_reason, v.stdout_tail, v.stderr_tail);
+}
+
+} // namespace
+
 std::string exits_json(const std::vector<HeldExit>& exits)
 {
     const auto now = std::chrono::steady_clock::now();
-    auto ago = [now](std::chrono::steady_clock::time_point then) {
-        return std::max(0.0, std::chrono::duration<double>(now - then).count());
-    };
-    auto text_or_null = [](const std::optional<std::string>& value) {
-        return value ? nlohmann::json(without_nul(*value)) : nlohmann::json();
-    };
+    auto json_or_null = [](const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(); };
     auto out = nlohmann::json::array();
     for (const auto& e : exits) {
         nlohmann::json row{{"id", e.id},
-                           {"ended_ago", ago(e.ended)},
-                           {"exit_code", e.end.exit_code ? nlohmann::json(*e.end.exit_code) : nlohmann::json()},
-                           {"term_signal", e.end.term_signal ? nlohmann::json(*e.end.term_signal) : nlohmann::json()},
+                           {"ended_ago", seconds_ago(now, e.ended)},
+                           {"exit_code", json_or_null(e.end.exit_code)},
+                           {"term_signal", json_or_null(e.end.term_signal)},
                            {"end_reason", e.end.end_reason},
-                           {"stdout_tail", text_or_null(e.end.stdout_tail)},
-                           {"stderr_tail", text_or_null(e.end.stderr_tail)}};
+                           {"stdout_tail", json_or_null(storable(e.end.stdout_tail))},
+                           {"stderr_tail", json_or_null(storable(e.end.stderr_tail))}};
         if (e.identity) {
             row["pid"] = e.identity->pid;
             row["boot_id"] = e.identity->boot_id;
             row["start_ticks"] = e.identity->start_ticks;
-            row["pidfs_ino"] = e.identity->pidfs_ino ? nlohmann::json(*e.identity->pidfs_ino) : nlohmann::json();
+            row["pidfs_ino"] = json_or_null(e.identity->pidfs_ino);
             row["pgid"] = e.pgid;
-            row["started_ago"] = ago(e.spawned);
+            row["started_ago"] = seconds_ago(now, e.spawned);
         }
         out.push_back(std::move(row));
     }
@@ -90,24 +127,15 @@ std::string exits_json(const std::vector<HeldExit>& exits)
 
 std::string exits_update(const std::string& param)
 {
-    // A row whose running write never happened gets its identity here (e.pid set).
     // The exits come through unnest(ARRAY(...)), estimated at 10 rows, not
     // through jsonb_to_recordset, estimated at 100: with 100, the cached plan
     // hashes a sequential scan of the whole process table (measured: 1.9 ms per
     // insert at 12k rows, linear in the table) instead of probing its key.
-    return "UPDATE process p SET status = 'exited',"
-           " pid = coalesce(e.pid, p.pid), boot_id = coalesce(e.boot_id, p.boot_id),"
-           " start_ticks = coalesce(e.start_ticks, p.start_ticks),"
-           " pidfs_ino = CASE WHEN e.pid IS NULL THEN p.pidfs_ino ELSE e.pidfs_ino END,"
-           " pgid = coalesce(e.pgid, p.pgid),"
-           " started_at = CASE WHEN e.pid IS NULL THEN p.started_at"
-           "                   ELSE now() - make_interval(secs => e.started_ago) END,"
-           " heartbeat_at = CASE WHEN e.pid IS NULL THEN p.heartbeat_at ELSE now() END,"
-           " ended_at = coalesce(p.ended_at, now() - make_interval(secs => e.ended_ago)),"
-           " exit_code = coalesce(e.exit_code, p.exit_code), term_signal = coalesce(e.term_signal, p.term_signal),"
-           " end_reason = e.end_reason, stdout_tail = coalesce(e.stdout_tail, p.stdout_tail),"
-           " stderr_tail = coalesce(e.stderr_tail, p.stderr_tail)"
-           " FROM unnest(ARRAY(SELECT jsonb_array_elements(" + param + "::jsonb))) AS held(exit),"
+    static const std::string set = exit_assignments(
+        {"e.pid", "e.boot_id", "e.start_ticks", "e.pidfs_ino", "e.pgid", "e.started_ago", "e.ended_ago",
+         "e.exit_code", "e.term_signal", "e.end_reason", "e.stdout_tail", "e.stderr_tail"});
+    return "UPDATE process p SET " + set + " FROM unnest(ARRAY(SELECT jsonb_array_elements(" + param +
+           "::jsonb))) AS held(exit),"
            " jsonb_to_record(held.exit) AS e(id uuid, pid integer, boot_id text,"
            "   start_ticks bigint, pidfs_ino bigint, pgid integer, started_ago double precision,"
            "   ended_ago double precision, exit_code integer, term_signal integer, end_reason text,"
@@ -117,9 +145,6 @@ std::string exits_update(const std::string& param)
 
 PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::string& exits)
 {
-    const std::string cmd = nlohmann::json(row.cmd).dump();
-    const std::string env = nlohmann::json(row.env).dump();
-    const auto timeout_s = text(row.timeout_s);
     static const std::string insert =
         "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
         " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
@@ -127,61 +152,44 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
         " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
         " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
         " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " + std::string(k_async_commit);
+    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
+    std::vector<std::optional<std::string>> params{
+        row.id,          row.machine_id,  row.parent_id,   row.process_type,           nlohmann::json(row.cmd).dump(),
+        nlohmann::json(row.env).dump(),   row.pwd,         text(row.timeout_s),        row.cookie,
+        row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
+        row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
     if (exits == "[]") {
         // Without the exits' CTE, which costs its setup even when empty (0.09 -> 0.12 ms).
-        return send_autocommit(conn, "process_table.insert_queued", insert, row.id, row.machine_id,
-                               param(row.parent_id), row.process_type, cmd, env, param(row.pwd), param(timeout_s),
-                               param(row.cookie), param(row.containment), param(row.cgroup_path),
-                               param(row.stdout_path), param(row.stderr_path), param(row.plugin),
-                               param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
-                               param(row.archive_result_id));
+        return PendingStatement(conn, "process_table.insert_queued", insert, std::move(params));
     }
-    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
-    return send_autocommit(conn, "process_table.insert_queued_with_exits", with_exits, row.id, row.machine_id,
-                           param(row.parent_id), row.process_type, cmd, env, param(row.pwd), param(timeout_s),
-                           param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
-                           param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id),
-                           param(row.snapshot_id), param(row.archive_result_id), exits);
+    params.push_back(exits);
+    return PendingStatement(conn, "process_table.insert_queued_with_exits", with_exits, std::move(params));
 }
 
 PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
 {
-    const auto now = std::chrono::steady_clock::now();
-    auto ago = [now](std::chrono::steady_clock::time_point then) {
-        return std::max(0.0, std::chrono::duration<double>(now - then).count());
-    };
-    auto text_or_null = [](const std::optional<std::string>& value) -> std::optional<std::string> {
-        return value ? std::optional<std::string>(without_nul(*value)) : std::nullopt;
-    };
-    const auto& identity = exit.identity;
-    const auto pid = identity ? text(std::optional<pid_t>(identity->pid)) : std::nullopt;
-    const auto boot_id = identity ? std::optional<std::string>(identity->boot_id) : std::nullopt;
-    const auto start_ticks = identity ? text(std::optional<std::uint64_t>(identity->start_ticks)) : std::nullopt;
-    const auto pidfs_ino = identity ? text(identity->pidfs_ino) : std::nullopt;
-    const auto pgid = identity ? text(std::optional<pid_t>(exit.pgid)) : std::nullopt;
-    const auto started_ago = identity ? text(std::optional<double>(ago(exit.spawned))) : std::nullopt;
-    const auto exit_code = text(exit.end.exit_code);
-    const auto term_signal = text(exit.end.term_signal);
-    const auto stdout_tail = text_or_null(exit.end.stdout_tail);
-    const auto stderr_tail = text_or_null(exit.end.stderr_tail);
-    // The same assignments as exits_update(), from parameters.
     static const std::string sql =
-        "UPDATE process SET status = 'exited',"
-        " pid = coalesce($2::integer, pid), boot_id = coalesce($3::text, boot_id),"
-        " start_ticks = coalesce($4::bigint, start_ticks),"
-        " pidfs_ino = CASE WHEN $2::integer IS NULL THEN pidfs_ino ELSE $5::bigint END,"
-        " pgid = coalesce($6::integer, pgid),"
-        " started_at = CASE WHEN $2::integer IS NULL THEN started_at"
-        "                   ELSE now() - make_interval(secs => $7::double precision) END,"
-        " heartbeat_at = CASE WHEN $2::integer IS NULL THEN heartbeat_at ELSE now() END,"
-        " ended_at = coalesce(ended_at, now() - make_interval(secs => $8::double precision)),"
-        " exit_code = coalesce($9::integer, exit_code), term_signal = coalesce($10::integer, term_signal),"
-        " end_reason = $11::text, stdout_tail = coalesce($12::text, stdout_tail),"
-        " stderr_tail = coalesce($13::text, stderr_tail) FROM " + std::string(k_async_commit) + " WHERE id = $1";
-    return send_autocommit(conn, "process_table.write_exit", sql, exit.id, param(pid), param(boot_id),
-                           param(start_ticks), param(pidfs_ino), param(pgid), param(started_ago), ago(exit.ended),
-                           param(exit_code), param(term_signal), exit.end.end_reason, param(stdout_tail),
-                           param(stderr_tail));
+        "UPDATE process p SET " +
+        exit_assignments({"$2::integer", "$3::text", "$4::bigint", "$5::bigint", "$6::integer",
+                          "$7::double precision", "$8::double precision", "$9::integer", "$10::integer", "$11::text",
+                          "$12::text", "$13::text"}) +
+        " FROM " + std::string(k_async_commit) + " WHERE p.id = $1";
+    const auto now = std::chrono::steady_clock::now();
+    // The identity's parameters stay NULL when the running write recorded it.
+    std::optional<std::string> pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago;
+    if (const auto& identity = exit.identity) {
+        pid = std::to_string(identity->pid);
+        boot_id = identity->boot_id;
+        start_ticks = std::to_string(identity->start_ticks);
+        pidfs_ino = text(identity->pidfs_ino);
+        pgid = std::to_string(exit.pgid);
+        started_ago = pqxx::to_string(seconds_ago(now, exit.spawned));
+    }
+    return PendingStatement(conn, "process_table.write_exit", sql,
+                            {exit.id, pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago,
+                             pqxx::to_string(seconds_ago(now, exit.ended)), text(exit.end.exit_code),
+                             text(exit.end.term_signal), exit.end.end_reason, storable(exit.end.stdout_tail),
+                             storable(exit.end.stderr_tail)});
 }
 
 PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits)

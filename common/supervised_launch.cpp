@@ -121,7 +121,6 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     identity.cookie = cookie;
     if (request.process_type == "hook") {
         m_pending_running[result.row_id] = PendingRunning{identity, child.pgid, Clock::now()};
-        m_hook_rows.insert(result.row_id);
     } else {
         process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
     }
@@ -129,6 +128,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     SweepTarget sweep{cookie, child.pgid, identity.start_ticks};
     auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
                                                  sweep, request.timeout_s, stdout_path, stderr_path);
+    tree->hook = request.process_type == "hook";
     log::info("launched", {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
                            {"containment", std::string(to_string(m_containment.mode()))}});
     track(std::move(tree));

@@ -64,6 +64,7 @@ public:
     bool killed = false;
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
+    bool hook = false;     // its exit is held (Supervisor::take_held_exits)
 
 private:
     bool in_leaf(pid_t pid) const;

@@ -195,7 +195,7 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
                 {exit.exit_code, exit.term_signal, tree.end_reason,
                  read_file_tail(tree.stdout_path(), m_options.tail_bytes),
                  read_file_tail(tree.stderr_path(), m_options.tail_bytes)},
-                !tree.claimed);
+                tree.hook && !tree.claimed);
     tree.recorded = true;
     log::info("process exited", {{"process", tree.row_id()}, {"name", tree.name()},
                                  {"exit_code", std::to_string(exit.exit_code)},
@@ -276,7 +276,6 @@ void Supervisor::finish(SupervisedTree& tree, bool tree_empty)
     if (!tree.leader_exit()) {
         ::epoll_ctl(m_epoll.get(), EPOLL_CTL_DEL, tree.leader().fd(), nullptr);
     }
-    m_hook_rows.erase(tree.row_id());
     if (tree.claimed) {
         m_done[tree.row_id()] = outcome;
     } else {

@@ -225,19 +225,16 @@ private:
     void flush_due_running();
     // Exits held back (see take_held_exits), oldest first, at most one per row.
     std::vector<process_table::HeldExit> m_held_exits;
-    // Rows of tracked hooks: their exits are held.
-    std::set<std::string> m_hook_rows;
     // Sends every held exit as m_in_flight once the oldest is due.
     void flush_due_exits();
     // Sends every held exit as m_in_flight (settling what was in flight first).
     void send_held_exits();
     // A leader's end record (with its identity when that was never written):
     // merged into an exit still held for the row (a teardown refining the
-    // reason), held for a hook when `hold`, otherwise sent as m_in_flight,
-    // which settle_write() completes. wait() does not hold the exit of the row
-    // it waits for: it is sent at once and its round trip overlaps the tree's
-    // cleanup.
-    void record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold = true);
+    // reason), held when `hold` (a hook's, unless a wait() is on it: then its
+    // round trip overlaps the tree's cleanup), otherwise sent as m_in_flight,
+    // which settle_write() completes.
+    void record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold);
     // The one row write that may be in flight on m_conn. Every use of m_conn
     // settles it first, and no public member returns with it unsettled, so the
     // owner always finds the connection idle.

@@ -185,8 +185,8 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                                                   {"killed", tree->killed ? "true" : "false"},
                                                   {"elapsed_ms", ms(now - t0)}});
                 if (tree->killed) {
-                    record_exit(entry.row_id,
-                                               {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
+                    record_exit(entry.row_id, {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}},
+                                tree->hook);
                 }
                 finish(*tree, true);
                 entry.done = true;
@@ -201,8 +201,8 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                 entry.give_up = now + m_options.kill_timeout;
             } else if (tree->killed && now >= entry.give_up) {
                 log::error("teardown: tree survived SIGKILL", {{"process", entry.row_id}, {"name", tree->name()}});
-                record_exit(entry.row_id,
-                                           {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}});
+                record_exit(entry.row_id, {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}},
+                            tree->hook);
                 finish(*tree, false);
                 entry.done = true;
                 continue;

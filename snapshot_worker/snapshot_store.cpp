@@ -29,6 +29,19 @@ std::string json_text(const nlohmann::json& j)
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
+// A data-modifying CTE body: one queued archive_result for snapshot `snapshot`
+// per hook in the JSON array parameter `hooks` (hooks_json), with `from` ("t, ")
+// joined in and `where` ("WHERE ...") applied; returns the rows it made
+// (hook_name, id, status). Results that exist already are kept as they are.
+std::string create_results(const std::string& snapshot, const std::string& from, const std::string& hooks,
+                           const std::string& where)
+{
+    return fmt::format("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
+                       "SELECT {}, e->>'plugin', e->>'hook' FROM {}jsonb_array_elements({}::jsonb) e {} "
+                       "ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status",
+                       snapshot, from, hooks, where);
+}
+
 // The hooks whose results a snapshot gets, as [{"plugin", "hook"}, ...].
 std::string hooks_json(const std::vector<Hook>& hooks)
 {
@@ -118,15 +131,12 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
         m_conn, "snapshot_store.ensure_results",
         fmt::format("WITH fence AS (SELECT 1 FROM snapshot f, {} WHERE f.id = $1 AND f.lease_owner = $2 "
                     "               FOR SHARE OF f), "
-                    "ins AS (INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
-                    "        SELECT $1, e->>'plugin', e->>'hook' FROM jsonb_array_elements($3::jsonb) e "
-                    "        WHERE EXISTS (SELECT 1 FROM fence) "
-                    "        ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status) "
+                    "ins AS ({}) "
                     "SELECT NULL::text, NULL::text, NULL::text WHERE EXISTS (SELECT 1 FROM fence) "
                     "UNION ALL SELECT hook_name, id::text, status FROM ins "
                     "UNION ALL SELECT hook_name, id::text, status FROM archive_result "
                     "  WHERE snapshot_id = $1 AND EXISTS (SELECT 1 FROM fence)",
-                    k_async_commit),
+                    k_async_commit, create_results("$1", "", "$3", "WHERE EXISTS (SELECT 1 FROM fence)")),
         m_snapshot_id, m_owner, hooks_json(hooks));
     std::map<std::string, ResultState> out;
     bool fenced = false;
@@ -274,9 +284,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // the new ones from RETURNING.
     static const std::string sql = claim_statement(
         seal_ctes("$7", "$8", "$9", "$10") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
-        ", prepared AS (INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
-        "  SELECT c.id, e->>'plugin', e->>'hook' FROM claimed c, jsonb_array_elements($11::jsonb) e "
-        "  ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status), "
+        ", prepared AS (" + create_results("c.id", "claimed c, ", "$11", "") + "), "
         "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
         "  FROM (SELECT hook_name, id, status FROM prepared "
         "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "

@@ -23,6 +23,7 @@
 
 #include <cstdlib>
 #include <memory>
+#include <utility>
 
 namespace orch {
 namespace {
@@ -177,12 +178,13 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         code = ExitCode::ok;
         // The results of the snapshot claimed by the last seal, made by that statement.
         std::optional<std::map<std::string, ResultState>> next_results;
+        const auto hooks = planned_hooks(scope);
         for (;;) {
             std::optional<ClaimedSnapshot> next;
             if (lease) {
                 store->set_owner(self.id);
-                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease, std::move(next_results));
-                next_results.reset();
+                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease,
+                                  std::exchange(next_results, std::nullopt));
                 ++taken;
                 if (code != ExitCode::ok) {
                     break;
@@ -193,8 +195,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                     // The seal and the next claim in one statement. Only free leases: an
                     // expired one may belong to a sibling that still runs, which only
                     // the crawl worker knows.
-                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits(),
-                                                           planned_hooks(scope));
+                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits(), hooks);
                     log::info("snapshot sealed", {{"outcome", step.outcome}});
                     next = std::move(step.next);
                     if (next) {

@@ -84,6 +84,13 @@ struct StoreFixture {
                       "end_ts IS NOT NULL, coalesce(output_str, '-'), coalesce(error, '-')) "
                       "FROM archive_result WHERE id = " + conn->quote(result_id));
     }
+    // A hook's start and end, both held by the store.
+    void ran(const std::string& result, const std::string& process, HookStatus status,
+             std::optional<std::string> error = std::nullopt)
+    {
+        store->mark_started(result, process);
+        store->record(result, result_of(status, std::move(error)), OutputFiles{});
+    }
 };
 
 } // namespace
@@ -148,8 +155,7 @@ TEST_CASE("snapshot store: results are held until due or until the seal - which 
     CHECK(f.row_of(a) == "started/1/t/t/f/-/-");
 
     store.record(a, result_of(HookStatus::succeeded), OutputFiles{});
-    store.mark_started(b, f.process_b);
-    store.record(b, result_of(HookStatus::failed, "boom"), OutputFiles{});
+    f.ran(b, f.process_b, HookStatus::failed, "boom");
     CHECK(f.row_of(b) == "queued/0/f/f/f/-/-");
     CHECK(store.seal() == "partial");
     CHECK(f.row_of(a) == "succeeded/1/t/t/t/out/-");
@@ -164,8 +170,7 @@ TEST_CASE("snapshot store: a worker that lost the lease writes no held result", 
     StoreFixture f;
     auto& store = *f.store;
     const auto& a = f.result_a;
-    store.mark_started(a, f.process_a);
-    store.record(a, result_of(HookStatus::succeeded), OutputFiles{});
+    f.ran(a, f.process_a, HookStatus::succeeded);
     pqxx::nontransaction(*f.conn).exec0("UPDATE snapshot SET lease_owner = gen_random_uuid()");
     CHECK_THROWS_AS(store.flush_results(true), LeaseLost);
     CHECK(f.row_of(a) == "queued/0/f/f/f/-/-");
@@ -179,10 +184,8 @@ TEST_CASE("snapshot store: seal and claim next writes the held results in its st
     auto& store = *f.store;
     const auto& a = f.result_a;
     const auto& b = f.result_b;
-    store.mark_started(a, f.process_a);
-    store.record(a, result_of(HookStatus::failed, "a failed"), OutputFiles{});
-    store.mark_started(b, f.process_b);
-    store.record(b, result_of(HookStatus::failed, "b failed"), OutputFiles{});
+    f.ran(a, f.process_a, HookStatus::failed, "a failed");
+    f.ran(b, f.process_b, HookStatus::failed, "b failed");
     // The crawl is not leased to this owner: the seal happens, no claim does.
     auto step = store.seal_and_claim_next(random_uuid(), std::chrono::seconds(30));
     CHECK(step.outcome == "failed");
