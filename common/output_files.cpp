@@ -94,10 +94,24 @@ OutputFiles list_output_files(const std::filesystem::path& dir, std::size_t max_
         if (name == "." || name == "..") {
             continue;
         }
+        // The directory's own type field spares a stat of what is never listed:
+        // the worker's logs and cmd.sh (each hook's scan would otherwise stat
+        // every earlier hook's three files: quadratic in the hooks of a plugin),
+        // symlinks and special files. A file's size still needs its stat.
+        const unsigned char type = entry->d_type;
+        const bool top_level = top.rel.empty();
+        if (type != DT_UNKNOWN && type != DT_DIR && type != DT_REG) {
+            continue;
+        }
+        if (top_level && type == DT_REG && is_worker_file_name(name)) {
+            continue;
+        }
         int parent_fd = ::dirfd(top.dir.get());
-        std::string rel = top.rel.empty() ? std::string(name) : top.rel + "/" + std::string(name);
+        std::string rel = top_level ? std::string(name) : top.rel + "/" + std::string(name);
         struct stat st {};
-        if (::fstatat(parent_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
+        if (type == DT_DIR) {
+            st.st_mode = S_IFDIR; // O_NOFOLLOW below still refuses a swapped-in symlink
+        } else if (::fstatat(parent_fd, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0) {
             warn_skip(rel, std::strerror(errno));
             continue;
         }
@@ -118,7 +132,7 @@ OutputFiles list_output_files(const std::filesystem::path& dir, std::size_t max_
         if (!S_ISREG(st.st_mode)) {
             continue;
         }
-        if (top.rel.empty() && is_worker_file_name(name)) {
+        if (top_level && is_worker_file_name(name)) {
             continue;
         }
         if (out.files.size() >= max_files) {

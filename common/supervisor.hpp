@@ -58,7 +58,7 @@ struct LaunchRequest {
     // the process row before the process exists.
     std::string row_id;
     std::filesystem::path pwd;     // working directory (must exist)
-    std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here
+    std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here; created if missing
     std::string name = "process";  // hook name, used in file names and logs
     std::optional<double> timeout_s;
     std::string process_type = "hook";

@@ -153,8 +153,8 @@ void SnapshotRun::launch(const PlannedHook& planned, bool background)
 
 LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool background) const
 {
+    // Supervisor::launch creates the directory (log_dir) before the hook starts in it.
     auto dir = hook_dir(planned);
-    std::filesystem::create_directories(dir);
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, m_ctx.snap_dir};
     auto env = build_hook_env(planned.config, hc, current_environment());
     LaunchRequest req;
