@@ -12,6 +12,7 @@
 #include "tests/bench/bench_report.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <csignal>
@@ -39,8 +40,12 @@ constexpr const char* k_hooks[] = {"on_Snapshot__10_a", "on_Snapshot__10_b", "on
 struct Bench {
     ScratchDatabase db;
     std::unique_ptr<pqxx::connection> conn = db.connect();
-    fs::path data = make_temp_dir("bench-data");
-    fs::path plugins = make_temp_dir("bench-plugins");
+    // Removed when the bench ends (the data dir is big). Each step waits for the
+    // processes it started (crawl() and latency_and_idle() reap their orchestrator,
+    // which stops its workers; raw_ceiling() waits for its own), so none is left
+    // using these when Bench goes.
+    ScratchDir data{"bench-data"};
+    ScratchDir plugins{"bench-plugins"};
     fs::path noop = bin_path("bench_noop");
 
     Bench()
@@ -56,14 +61,16 @@ struct Bench {
     std::vector<std::string> orchestrator(const std::vector<std::string>& more) const
     {
         std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", db.url(), "--data-dir",
-                                         data.string(), "--machine-id", "bench"};
+                                         data.path().string(), "--machine-id", "bench"};
         argv.insert(argv.end(), more.begin(), more.end());
         return argv;
     }
 
     EnvChanges env() const
     {
-        return {{"ORCH_BUILTIN_PLUGINS_DIR", ""}, {"PLUGINS_DIR", plugins.string()}, {"DATABASE_URL", std::nullopt},
+        return {{"ORCH_BUILTIN_PLUGINS_DIR", ""},
+                {"PLUGINS_DIR", plugins.path().string()},
+                {"DATABASE_URL", std::nullopt},
                 {"MAX_CRAWL_WORKERS", std::nullopt}, {"MAX_SNAPSHOT_WORKERS", std::nullopt},
                 {"HOOK_PARALLELISM", std::nullopt}, {"LEASE_TTL", std::nullopt}};
     }

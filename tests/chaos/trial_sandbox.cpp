@@ -18,7 +18,7 @@ namespace orch::chaos {
 namespace fs = std::filesystem;
 
 TrialSandbox::TrialSandbox(const std::string& tag, long tmpfs_bytes)
-    : m_root(test::make_temp_dir("orch-chaos-" + tag + "-"))
+    : m_root("orch-chaos-" + tag + "-")
 {
     // World-searchable: as root, processes may run as other users (postgres, nobody).
     fs::permissions(m_root, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
@@ -38,9 +38,9 @@ TrialSandbox::TrialSandbox(const std::string& tag, long tmpfs_bytes)
 TrialSandbox::~TrialSandbox()
 {
     try {
-        kill_leftovers(cookies(), m_root.string());
+        kill_leftovers(cookies(), root().string());
     } catch (const std::exception& e) {
-        kill_leftovers({}, m_root.string());
+        kill_leftovers({}, root().string());
     }
     if (m_mounted) {
         for (int i = 0; i < 50 && ::umount2(data().c_str(), 0) != 0; ++i) {
@@ -50,12 +50,11 @@ TrialSandbox::~TrialSandbox()
             m_mounted = false;
         }
     }
-    if (!m_keep && std::getenv("CHAOS_KEEP") == nullptr && !m_mounted) {
-        std::error_code ec;
-        fs::remove_all(m_root, ec);
-    } else {
-        std::cerr << "chaos: kept " << m_root.string() << "\n";
+    // Still mounted: removal would empty the tmpfs and fail on its mount point, so keep it.
+    if (m_keep || std::getenv("CHAOS_KEEP") != nullptr || m_mounted) {
+        std::cerr << "chaos: kept " << m_root.release().string() << "\n";
     }
+    // Otherwise m_root removes the directory once this body is done.
 }
 
 std::string TrialSandbox::add_crawl(const std::vector<std::string>& urls, std::string& error) const

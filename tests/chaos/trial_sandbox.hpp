@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <filesystem>
@@ -14,7 +15,8 @@ namespace orch::chaos {
 // (plugins/, data/, records/, logs/) and optionally a small tmpfs mounted as
 // data/. The destructor SIGKILLs whatever of the trial is still alive (found by
 // cookie / root path), unmounts the tmpfs and removes the root (kept when
-// CHAOS_KEEP is set or keep() was called).
+// CHAOS_KEEP or ORCH_KEEP_TEST_DIRS is set, keep() was called or the tmpfs
+// would not unmount).
 class TrialSandbox {
 public:
     explicit TrialSandbox(const std::string& tag, long tmpfs_bytes = 0);
@@ -23,7 +25,7 @@ public:
     TrialSandbox& operator=(const TrialSandbox&) = delete;
 
     const std::string& db_url() const { return m_db.url(); }
-    const std::filesystem::path& root() const { return m_root; }
+    const std::filesystem::path& root() const { return m_root.path(); }
     std::filesystem::path plugins() const { return m_root / "plugins"; }
     std::filesystem::path data() const { return m_root / "data"; }
     std::filesystem::path records() const { return m_root / "records"; }
@@ -48,7 +50,7 @@ public:
 
 private:
     test::ScratchDatabase m_db;
-    std::filesystem::path m_root;
+    test::ScratchDir m_root;
     bool m_mounted = false;
     bool m_keep = false;
 };

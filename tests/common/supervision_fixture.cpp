@@ -16,7 +16,7 @@ std::atomic<int> g_scope_counter{0};
 } // namespace
 
 SupervisionFixture::SupervisionFixture()
-    : conn(db.connect()), machine(detect_machine(std::nullopt)), dir(make_temp_dir("sup")),
+    : conn(db.connect()), machine(detect_machine(std::nullopt)), dir("sup"),
       scope("test-" + std::to_string(::getpid()) + "-" + std::to_string(g_scope_counter++))
 {
     register_machine(*conn, machine, std::nullopt);

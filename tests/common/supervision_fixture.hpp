@@ -3,6 +3,7 @@
 #include "common/machine.hpp"
 #include "common/supervisor.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <chrono>
 #include <filesystem>
@@ -26,7 +27,7 @@ struct SupervisionFixture {
     ScratchDatabase db;
     std::unique_ptr<pqxx::connection> conn;
     MachineIdentity machine;
-    std::filesystem::path dir;
+    ScratchDir dir; // hooks' working and log directory: outlives every Supervisor of the test
     std::string scope;
 };
 

@@ -69,7 +69,7 @@ TEST_CASE("crash: a new instance kills every orphaned tree and closes every row"
     const std::string program = program_path("sup_crash_supervisor").string();
     const std::string programs_dir = program_path("sup_forker").parent_path().string();
     std::vector<std::string> args{program, fx.db.url(), fx.machine.id, fx.scope, fallback ? "1" : "0",
-                                  programs_dir, fx.dir.string()};
+                                  programs_dir, fx.dir.path().string()};
     std::vector<char*> argv;
     for (auto& a : args) {
         argv.push_back(a.data());

@@ -150,19 +150,10 @@ std::string CrawlWorkerProcess::output() const
     return read_text(m_log);
 }
 
-CrawlFixture::CrawlFixture() : root(make_temp_dir("orch-cw-")), plugins(root / "plugins"), data(root / "data")
+CrawlFixture::CrawlFixture() : root("orch-cw-"), plugins(root / "plugins"), data(root / "data")
 {
     fs::create_directories(plugins);
     fs::create_directories(data);
-}
-
-CrawlFixture::~CrawlFixture()
-{
-    m_conn.reset();
-    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
 }
 
 pqxx::connection& CrawlFixture::conn()
@@ -304,7 +295,7 @@ std::vector<std::string> CrawlFixture::leftover_processes()
         }
         auto cmdline = nul_to_space(read_text("/proc/" + name + "/cmdline"));
         auto environ = read_text("/proc/" + name + "/environ");
-        bool ours = cmdline.find(root.string()) != std::string::npos;
+        bool ours = cmdline.find(root.path().string()) != std::string::npos;
         std::istringstream vars(environ);
         for (std::string var; !ours && std::getline(vars, var, '\0');) {
             ours = std::find(cookies.begin(), cookies.end(), var) != cookies.end();

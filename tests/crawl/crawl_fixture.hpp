@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <sys/types.h>
 #include <unistd.h>
@@ -53,10 +54,9 @@ private:
 class CrawlFixture {
 public:
     CrawlFixture();
-    ~CrawlFixture();
 
     ScratchDatabase db;
-    std::filesystem::path root;
+    ScratchDir root; // before everything that lives in it
     std::filesystem::path plugins;
     std::filesystem::path data;
 

@@ -2,6 +2,7 @@
 // orchestrator, workers, hooks, headless Chromium and PostgreSQL.
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <catch2/catch.hpp>
@@ -99,12 +100,12 @@ std::string read_prefix(const fs::path& path, std::size_t n)
 
 struct Run {
     ScratchDatabase db;
-    fs::path data = make_temp_dir("orch-e2e-");
+    ScratchDir data{"orch-e2e-"};
 
     std::string add(const std::vector<std::string>& urls, int depth)
     {
         std::vector<std::string> argv{bin_path("orchestrator").string(), "add", "--depth", std::to_string(depth),
-                                      "--database-url", db.url(), "--data-dir", data.string()};
+                                      "--database-url", db.url(), "--data-dir", data.path().string()};
         argv.insert(argv.end(), urls.begin(), urls.end());
         auto r = run_command(argv);
         INFO(r.err);
@@ -117,7 +118,7 @@ struct Run {
         env.emplace("ORCH_BUILTIN_PLUGINS_DIR", (source_dir() / "plugins").string());
         env.emplace("TEARDOWN_GRACE", "5");
         return run_command({bin_path("orchestrator").string(), "--database-url", db.url(), "--data-dir",
-                            data.string(), "--log-level", "warn"},
+                            data.path().string(), "--log-level", "warn"},
                            env);
     }
 };
@@ -170,7 +171,7 @@ TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with 
                                  crawl);
     REQUIRE(chrome.size() == 1);
     CHECK(chrome[0][0].as<std::string>() == "exited");
-    CHECK(processes_mentioning(run.data.string()) == 0);
+    CHECK(processes_mentioning(run.data.path().string()) == 0);
 }
 
 TEST_CASE("e2e: without Chromium the browser plugins report skipped and the others still succeed", "[e2e]")
@@ -200,7 +201,7 @@ TEST_CASE("e2e: without Chromium the browser plugins report skipped and the othe
         }
     }
     CHECK(tx.exec_params1("SELECT status FROM crawl WHERE id = $1", crawl)[0].as<std::string>() == "sealed");
-    CHECK(processes_mentioning(run.data.string()) == 0);
+    CHECK(processes_mentioning(run.data.path().string()) == 0);
 }
 
 TEST_CASE("e2e: a page that never finishes loading times out within the plugin timeout - the crawl completes",
@@ -236,5 +237,5 @@ TEST_CASE("e2e: a page that never finishes loading times out within the plugin t
         CHECK(ar[2].as<std::string>().find("timed out") != std::string::npos);
         CHECK(ar[3].as<double>() < 5 + 10 + 3); // timeout + teardown grace + slack
     }
-    CHECK(processes_mentioning(run.data.string()) == 0);
+    CHECK(processes_mentioning(run.data.path().string()) == 0);
 }

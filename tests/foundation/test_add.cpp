@@ -1,5 +1,6 @@
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -13,7 +14,8 @@ CommandResult add(const ScratchDatabase& db, std::vector<std::string> args, cons
 {
     std::vector<std::string> argv{bin_path("orchestrator").string(), "add"};
     argv.insert(argv.end(), args.begin(), args.end());
-    argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", make_temp_dir("orch-add-").string()});
+    ScratchDir data("orch-add-");
+    argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", data.path().string()});
     return run_command(argv, {}, input);
 }
 
@@ -49,7 +51,7 @@ TEST_CASE("orchestrator add stores good URLs - normalised - and prints the crawl
 TEST_CASE("orchestrator add reads URLs from a file and from stdin - skipping comments", "[add]")
 {
     ScratchDatabase db;
-    auto dir = make_temp_dir("orch-urls-");
+    ScratchDir dir("orch-urls-");
     auto file = dir / "urls.txt";
     std::ofstream(file) << "# a comment\nhttp://a.test/1\n\n  http://a.test/2  \n";
     auto r = add(db, {"--urls-file", file.string()});
@@ -111,21 +113,24 @@ TEST_CASE("usage errors exit 2 - --help and --version exit 0 - on all three exec
 
 TEST_CASE("an unreachable database gives code 4 and names the problem", "[cli]")
 {
+    ScratchDir add_data("orch-unreach-");
     auto r = run_command({bin_path("orchestrator").string(), "add", "http://a.test/", "--database-url",
                           "host=/nonexistent/socket/dir dbname=x connect_timeout=2", "--data-dir",
-                          make_temp_dir("orch-unreach-").string()});
+                          add_data.path().string()});
     CHECK(r.exit_code == 4);
     CHECK(r.err.find("cannot connect to PostgreSQL") != std::string::npos);
+    ScratchDir worker_data("orch-unreach-");
     auto w = run_command({bin_path("snapshot_worker").string(), "--snapshot-id",
                           "00000000-0000-4000-8000-000000000000", "--database-url", "postgresql://nobody@127.0.0.1:1/x",
-                          "--data-dir", make_temp_dir("orch-unreach-").string()});
+                          "--data-dir", worker_data.path().string()});
     CHECK(w.exit_code == 4);
 }
 
 TEST_CASE("workers: malformed ids exit 7 - unknown ids exit 6", "[cli]")
 {
     ScratchDatabase db;
-    auto dir = make_temp_dir("orch-ids-").string();
+    ScratchDir scratch("orch-ids-");
+    const auto dir = scratch.path().string();
     for (auto [exe, flag] : std::vector<std::pair<std::string, std::string>>{{"crawl_worker", "--crawl-id"},
                                                                              {"snapshot_worker", "--snapshot-id"}}) {
         INFO(exe);

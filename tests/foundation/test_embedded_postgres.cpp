@@ -1,11 +1,16 @@
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
-#include <fstream>
 #include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <utility>
 
 using namespace orch::test;
 
@@ -28,16 +33,44 @@ int processes_mentioning(const std::string& needle)
     return count;
 }
 
+// Stops the private cluster of a data directory when the test ends, however it
+// ends: a failed REQUIRE must not leave a server running in (or on top of) a
+// directory that is then removed. Declared after the ScratchDir it lives in.
+class ClusterStopper {
+public:
+    ClusterStopper(std::string orchestrator, std::string data_dir, std::map<std::string, std::string> env)
+        : m_orchestrator(std::move(orchestrator)), m_data_dir(std::move(data_dir)), m_env(std::move(env))
+    {
+    }
+    ~ClusterStopper()
+    {
+        try {
+            // "not running" (exit 0) when the test stopped it already.
+            run_command({m_orchestrator, "db", "stop", "--data-dir", m_data_dir}, m_env);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "warning: could not stop the cluster in %s: %s\n", m_data_dir.c_str(), e.what());
+        }
+    }
+    ClusterStopper(const ClusterStopper&) = delete;
+    ClusterStopper& operator=(const ClusterStopper&) = delete;
+
+private:
+    std::string m_orchestrator;
+    std::string m_data_dir;
+    std::map<std::string, std::string> m_env;
+};
+
 } // namespace
 
 TEST_CASE("with no DATABASE_URL the private cluster under the data directory is used - and nothing is left running",
           "[embedded]")
 {
-    auto dir = make_temp_dir("orch-emb-");
-    ::chmod(dir.c_str(), 0755); // as root the server runs as `postgres`, which must reach it
+    ScratchDir dir("orch-emb-");
+    ::chmod(dir.path().c_str(), 0755); // as root the server runs as `postgres`, which must reach it
     auto data = (dir / "data").string();
     auto orchestrator = bin_path("orchestrator").string();
     std::map<std::string, std::string> no_db{{"DATABASE_URL", ""}, {"TEST_DATABASE_URL", ""}};
+    ClusterStopper stopper(orchestrator, data, no_db);
 
     auto r = run_command({orchestrator, "add", "http://a.test/", "--data-dir", data}, no_db);
     INFO(r.err);

@@ -3,6 +3,7 @@
 #include "common/migrations_table.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -113,7 +114,8 @@ TEST_CASE("a database newer than the binary is refused with a clear message", "[
              {"snapshot_worker", {"--snapshot-id", id}}}) {
         std::vector<std::string> argv{bin_path(exe).string()};
         argv.insert(argv.end(), args.begin(), args.end());
-        argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", make_temp_dir("orch-mig-").string()});
+        ScratchDir data("orch-mig-");
+        argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", data.path().string()});
         auto r = run_command(argv);
         INFO(exe << ": " << r.err);
         CHECK(r.exit_code == 5);
@@ -124,8 +126,9 @@ TEST_CASE("a database newer than the binary is refused with a clear message", "[
 TEST_CASE("workers refuse a database that was never migrated", "[migrations]")
 {
     ScratchDatabase db(false);
+    ScratchDir data("orch-mig-");
     auto r = run_command({bin_path("crawl_worker").string(), "--crawl-id", "00000000-0000-4000-8000-000000000000",
-                          "--database-url", db.url(), "--data-dir", make_temp_dir("orch-mig-").string()});
+                          "--database-url", db.url(), "--data-dir", data.path().string()});
     CHECK(r.exit_code == 5);
     CHECK(r.err.find("orchestrator migrate") != std::string::npos);
 }

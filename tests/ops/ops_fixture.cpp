@@ -11,7 +11,7 @@
 
 namespace orch::test {
 
-OpsTree::OpsTree() : m_dir(make_temp_dir("orch-ops-")), m_machine(fmt::format("ops-test-{}", ::getpid()))
+OpsTree::OpsTree() : m_dir("orch-ops-"), m_machine(fmt::format("ops-test-{}", ::getpid()))
 {
     using namespace ops_ids;
     auto self = read_proc_stat(::getpid());
@@ -52,7 +52,7 @@ OpsTree::OpsTree() : m_dir(make_temp_dir("orch-ops-")), m_machine(fmt::format("o
             tx.quote(id), parent.empty() ? "NULL" : tx.quote(parent), tx.quote(m_machine), values));
     };
     auto q = [&](const std::string& s) { return tx.quote(s); };
-    auto dir = m_dir.string();
+    auto dir = m_dir.path().string();
     insert(orchestrator, "",
            fmt::format("'orchestrator', NULL, 'running', {}, {}, {}, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, "
                        "NULL, NULL, NULL, now() - interval '10 min', now() - interval '10 min', NULL, now()",

@@ -2,6 +2,7 @@
 
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <filesystem>
 #include <string>
@@ -38,7 +39,7 @@ class OpsTree {
 public:
     OpsTree();
     const ScratchDatabase& db() const { return m_db; }
-    const std::filesystem::path& dir() const { return m_dir; }
+    const std::filesystem::path& dir() const { return m_dir.path(); }
     std::string machine_id() const { return m_machine; }
     // Runs `orchestrator ARGS --database-url ... --data-dir ... --machine-id ...`.
     CommandResult run(std::vector<std::string> args) const;
@@ -48,7 +49,7 @@ public:
 
 private:
     ScratchDatabase m_db;
-    std::filesystem::path m_dir;
+    ScratchDir m_dir;
     std::string m_machine;
 };
 

@@ -2,6 +2,7 @@
 #include "tests/ops/prom_parser.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <catch2/catch.hpp>
@@ -81,7 +82,7 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
           "[ops][daemon]")
 {
     ScratchDatabase db;
-    auto dir = make_temp_dir("orch-notify-");
+    ScratchDir dir("orch-notify-"); // outlives the daemon below
     NotifySocket notify(dir / "notify.sock");
     auto machine = fmt::format("ops-notify-{}", ::getpid());
     SpawnedProcess daemon({bin_path("orchestrator").string(), "--daemon", "--database-url", db.url(), "--data-dir",
@@ -170,7 +171,7 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
 TEST_CASE("ops: --log-format json lines of a crawl worker carry its process row id and the crawl id", "[ops]")
 {
     ScratchDatabase db;
-    auto dir = make_temp_dir("orch-jsonlog-");
+    ScratchDir dir("orch-jsonlog-");
     std::string crawl_id;
     {
         auto conn = db.connect();

@@ -3,7 +3,7 @@
 #include "orchestrator/metrics_server.hpp"
 #include "tests/ops/prom_parser.hpp"
 #include "tests/support/command_runner.hpp"
-#include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
@@ -141,7 +141,8 @@ TEST_CASE("metrics: the HTTP server answers GET /metrics only - closes - and bou
 // the project does not require. Run: build/bin/test_ops "[.promtool]"
 TEST_CASE("metrics: promtool check metrics accepts the registry's output", "[.promtool]")
 {
-    auto file = make_temp_dir("orch-prom-") / "metrics.txt";
+    ScratchDir dir("orch-prom-");
+    auto file = dir / "metrics.txt";
     std::ofstream(file) << sample_registry()->render();
     auto r = run_command({"/bin/sh", "-c", "promtool check metrics < " + file.string()});
     INFO(r.out << r.err);

@@ -8,7 +8,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -87,19 +86,10 @@ std::string describe(const SpawnedProcess& p)
 }
 
 OrchFixture::OrchFixture()
-    : root(make_temp_dir("orch-or-")), plugins(root / "plugins"), data(root / "data"), hook_log(root / "hooks.log")
+    : root("orch-or-"), plugins(root / "plugins"), data(root / "data"), hook_log(root / "hooks.log")
 {
     fs::create_directories(plugins);
     fs::create_directories(data);
-}
-
-OrchFixture::~OrchFixture()
-{
-    m_conn.reset();
-    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
 }
 
 pqxx::connection& OrchFixture::conn()
@@ -298,7 +288,7 @@ std::vector<std::string> OrchFixture::our_processes(const std::string& where, bo
         }
         auto cmdline = read_file_text("/proc/" + name + "/cmdline");
         std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-        bool ours = by_path && cmdline.find(root.string()) != std::string::npos;
+        bool ours = by_path && cmdline.find(root.path().string()) != std::string::npos;
         std::istringstream vars(read_file_text("/proc/" + name + "/environ"));
         for (std::string var; !ours && std::getline(vars, var, '\0');) {
             ours = std::find(cookies.begin(), cookies.end(), var) != cookies.end();

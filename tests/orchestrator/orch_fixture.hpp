@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <chrono>
@@ -32,12 +33,11 @@ struct HookRun {
 class OrchFixture {
 public:
     OrchFixture();
-    ~OrchFixture();
     OrchFixture(const OrchFixture&) = delete;
     OrchFixture& operator=(const OrchFixture&) = delete;
 
     ScratchDatabase db;
-    std::filesystem::path root;
+    ScratchDir root; // before everything that lives in it
     std::filesystem::path plugins;
     std::filesystem::path data;     // the default data directory
     std::filesystem::path hook_log; // appended to by logging hooks

@@ -4,7 +4,6 @@
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <fstream>
 
 namespace orch::test {
@@ -38,7 +37,7 @@ bool has(const std::vector<std::string>& args, const std::string& opt)
 } // namespace
 
 SecurityFixture::SecurityFixture()
-    : root(make_temp_dir("orch-sec-")), plugins(root / "plugins"), data(root / "data"), out(root / "out")
+    : root("orch-sec-"), plugins(root / "plugins"), data(root / "data"), out(root / "out")
 {
     fs::permissions(root, fs::perms::owner_all | fs::perms::others_read | fs::perms::others_exec |
                               fs::perms::group_read | fs::perms::group_exec);
@@ -46,14 +45,6 @@ SecurityFixture::SecurityFixture()
     fs::create_directories(data);
     fs::create_directories(out);
     fs::create_directories(root / "no-builtins");
-}
-
-SecurityFixture::~SecurityFixture()
-{
-    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
 }
 
 fs::path SecurityFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)

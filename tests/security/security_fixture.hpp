@@ -2,6 +2,7 @@
 
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 
 #include <filesystem>
 #include <map>
@@ -16,12 +17,11 @@ namespace orch::test {
 class SecurityFixture {
 public:
     SecurityFixture();
-    ~SecurityFixture();
     SecurityFixture(const SecurityFixture&) = delete;
     SecurityFixture& operator=(const SecurityFixture&) = delete;
 
     ScratchDatabase db;
-    std::filesystem::path root;
+    ScratchDir root; // before everything that lives in it
     std::filesystem::path plugins;
     std::filesystem::path data;
     std::filesystem::path out;  // where hooks leave evidence for the test

@@ -127,13 +127,4 @@ std::filesystem::path source_dir()
     return dir;
 }
 
-std::filesystem::path make_temp_dir(const std::string& prefix)
-{
-    std::string templ = "/tmp/" + prefix + "XXXXXX";
-    if (::mkdtemp(templ.data()) == nullptr) {
-        throw std::runtime_error("mkdtemp failed");
-    }
-    return templ;
-}
-
 } // namespace orch::test

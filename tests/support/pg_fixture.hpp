@@ -39,7 +39,4 @@ std::filesystem::path program_path(const std::string& name);
 std::filesystem::path bin_path(const std::string& name);
 std::filesystem::path source_dir();
 
-// A fresh directory under /tmp (short path: Unix sockets live under data dirs).
-std::filesystem::path make_temp_dir(const std::string& prefix);
-
 } // namespace orch::test

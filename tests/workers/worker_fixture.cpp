@@ -6,7 +6,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -42,18 +41,10 @@ std::string text_or_empty(const pqxx::field& f)
 } // namespace
 
 WorkerFixture::WorkerFixture()
-    : root(make_temp_dir("orch-sw-")), plugins(root / "plugins"), data(root / "data")
+    : root("orch-sw-"), plugins(root / "plugins"), data(root / "data")
 {
     fs::create_directories(plugins);
     fs::create_directories(data);
-}
-
-WorkerFixture::~WorkerFixture()
-{
-    if (std::getenv("ORCH_KEEP_TEST_DIRS") == nullptr) {
-        std::error_code ec;
-        fs::remove_all(root, ec);
-    }
 }
 
 std::string WorkerFixture::add_crawl(int max_depth, std::optional<int> max_urls, const std::string& config_json)
@@ -199,7 +190,7 @@ std::vector<std::string> WorkerFixture::leftover_processes() const
         }
         auto cmdline = slurp_proc("/proc/" + pid + "/cmdline");
         std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-        bool mine = cmdline.find(root.string()) != std::string::npos;
+        bool mine = cmdline.find(root.path().string()) != std::string::npos;
         if (!mine) {
             auto environ = slurp_proc("/proc/" + pid + "/environ");
             std::istringstream vars(environ);

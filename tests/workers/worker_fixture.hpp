@@ -1,6 +1,7 @@
 #pragma once
 
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <chrono>
@@ -32,10 +33,9 @@ struct ResultRow {
 class WorkerFixture {
 public:
     WorkerFixture();
-    ~WorkerFixture();
 
     ScratchDatabase db;
-    std::filesystem::path root;
+    ScratchDir root; // before everything that lives in it
     std::filesystem::path plugins;
     std::filesystem::path data;
     // "fallback" forces the fallback containment (ORCH_CONTAINMENT) for every
