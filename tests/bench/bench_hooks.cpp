@@ -82,9 +82,9 @@ double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string&
         our_rounds.push_back(supervised_us(sup, fx, program, runs / rounds));
         ratios.push_back(our_rounds.back() / raw_rounds.back());
     }
-    const double raw = bench::quantile(raw_rounds, 0.5);
-    const double ours = bench::quantile(our_rounds, 0.5);
-    const double ratio = bench::quantile(ratios, 0.5);
+    const double raw = bench::median(raw_rounds);
+    const double ours = bench::median(our_rounds);
+    const double ratio = bench::median(ratios);
     std::printf("hook overhead: supervised %.0f us, raw posix_spawn+waitpid %.0f us (medians of %d rounds, %d runs "
                 "in all; rounds: ours %.0f-%.0f, raw %.0f-%.0f); paired ratio median %.2f (range %.2f-%.2f)\n",
                 ours, raw, rounds, runs, bench::quantile(our_rounds, 0), bench::quantile(our_rounds, 1),

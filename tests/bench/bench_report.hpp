@@ -46,4 +46,15 @@ inline double quantile(std::vector<double> values, double q)
     return values[std::min(rank, values.size() - 1)];
 }
 
+// The median of `values` (the mean of the middle two for an even count); 0 when empty.
+inline double median(std::vector<double> values)
+{
+    if (values.empty()) {
+        return 0;
+    }
+    std::sort(values.begin(), values.end());
+    const std::size_t mid = values.size() / 2;
+    return values.size() % 2 == 1 ? values[mid] : (values[mid - 1] + values[mid]) / 2;
+}
+
 } // namespace orch::bench
