@@ -47,7 +47,8 @@ bool remove_tree(const fs::path& dir, std::error_code& ec) noexcept
 
 ScratchDir::ScratchDir(const std::string& prefix)
 {
-    std::string templ = "/tmp/" + prefix + "XXXXXX";
+    const char* base = std::getenv("TMPDIR");
+    std::string templ = (base != nullptr && *base != '\0' ? std::string(base) : std::string("/tmp")) + "/" + prefix + "XXXXXX";
     if (::mkdtemp(templ.data()) == nullptr) {
         throw_errno("mkdtemp " + templ);
     }

@@ -5,7 +5,7 @@
 
 namespace orch::test {
 
-// A fresh directory /tmp/<prefix>XXXXXX (mkdtemp), owned for the object's lifetime
+// A fresh directory $TMPDIR/<prefix>XXXXXX (mkdtemp; /tmp when TMPDIR is unset), owned for the object's lifetime
 // and removed with everything under it on destruction. Keep prefixes short:
 // PostgreSQL's Unix sockets live under data directories, and their paths are limited.
 //
