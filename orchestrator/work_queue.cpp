@@ -36,20 +36,25 @@ void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const st
 
 LeaseRecovery release_dead_leases(pqxx::connection& conn)
 {
+    // Each statement starts from the leased rows ("lease_owner IS NOT NULL" picks the
+    // partial indexes of migration 0006): a handful, however long the history.
     pqxx::work tx(conn);
     LeaseRecovery out;
     tx.exec0("UPDATE archive_result ar SET status = 'queued', error = 'interrupted: its worker died', "
              " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
-             "WHERE ar.snapshot_id = s.id AND ar.status = 'started' AND p.status = 'exited' AND s.status <> 'sealed'");
+             "WHERE s.lease_owner IS NOT NULL AND ar.snapshot_id = s.id AND ar.status = 'started' "
+             " AND p.status = 'exited' AND s.status <> 'sealed'");
     out.snapshots = static_cast<int>(
         tx.exec0("UPDATE snapshot s SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
                  " modified_at = now() FROM process p "
-                 "WHERE p.id = s.lease_owner AND p.status = 'exited' AND s.status <> 'sealed'")
+                 "WHERE s.lease_owner IS NOT NULL AND p.id = s.lease_owner AND p.status = 'exited' "
+                 " AND s.status <> 'sealed'")
             .affected_rows());
     out.crawls = static_cast<int>(
         tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
                  " modified_at = now() FROM process p "
-                 "WHERE p.id = c.lease_owner AND p.status = 'exited' AND c.status <> 'sealed'")
+                 "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
+                 " AND c.status <> 'sealed'")
             .affected_rows());
     tx.commit();
     return out;
