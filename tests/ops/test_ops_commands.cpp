@@ -4,6 +4,7 @@
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace orch::test;
@@ -112,6 +113,30 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     auto bad = tree.run({"ps", "--crawl-id", "nope"});
     CHECK(bad.exit_code == 7);
     CHECK(bad.err.find("not a valid id") != std::string::npos);
+}
+
+TEST_CASE("ops: ps --all streams a history larger than one fetch - in tree order - as JSON lines and as a table", "[ops]")
+{
+    OpsTree tree;
+    // 2,500 exited roots after the fixture's 8 rows: three fetches of the cursor.
+    tree.exec("INSERT INTO process (machine_id, process_type, status, pid, exit_code, end_reason, started_at, ended_at, "
+              " created_at) "
+              "SELECT '" + tree.machine_id() + "', 'hook', 'exited', g, 0, 'exited', now(), now(), "
+              " now() + g * interval '1 ms' FROM generate_series(1, 2500) g");
+    auto all = tree.run({"ps", "--all", "--json"});
+    REQUIRE(all.exit_code == 0);
+    const auto rows = lines_of(all.out);
+    REQUIRE(rows.size() == 2508);
+    std::vector<int> pids;
+    for (std::size_t i = 8; i < rows.size(); ++i) {
+        pids.push_back(json::parse(rows[i])["pid"].get<int>());
+    }
+    CHECK(std::is_sorted(pids.begin(), pids.end()));
+    CHECK(pids.front() == 1);
+    CHECK(pids.back() == 2500);
+    auto text = tree.run({"ps", "--all", "--text"});
+    REQUIRE(text.exit_code == 0);
+    CHECK(lines_of(text.out).size() == 2509); // and the header
 }
 
 TEST_CASE("ops: logs prints a log - its last lines - the stored tail of a gone file - and follows", "[ops]")
