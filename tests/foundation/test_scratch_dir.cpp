@@ -45,7 +45,8 @@ private:
 
 } // namespace
 
-TEST_CASE("a scratch dir is fresh under /tmp and goes with its contents - locked subdirectories included", "[scratch]")
+TEST_CASE("a scratch dir is fresh under TMPDIR (else /tmp) and goes with its contents - locked subdirectories included",
+          "[scratch]")
 {
     KeepDirsEnv env(false);
     ScratchDir outside("orch-sdo-");
@@ -54,7 +55,8 @@ TEST_CASE("a scratch dir is fresh under /tmp and goes with its contents - locked
     {
         ScratchDir dir("orch-sd-");
         path = dir.path();
-        CHECK(path.parent_path() == "/tmp");
+        const char* tmpdir = std::getenv("TMPDIR");
+        CHECK(path.parent_path() == fs::path(tmpdir != nullptr && *tmpdir != '\0' ? tmpdir : "/tmp"));
         CHECK(path.filename().string().rfind("orch-sd-", 0) == 0);
         REQUIRE(fs::is_directory(path));
         fs::create_directories(dir / "a" / "b");
