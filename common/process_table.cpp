@@ -143,37 +143,21 @@ std::string exits_update(const std::string& param)
            " WHERE p.id = e.id";
 }
 
-PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::string& exits)
+namespace {
+
+// The SET list of an exit write whose values are the parameters from `$first`
+// on, in exit_params' order (the row id is the parameter just before them).
+std::string exit_assignments_from(int first)
 {
-    static const std::string insert =
-        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
-        " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
-        " crawl_id, snapshot_id, archive_result_id)"
-        " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
-        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
-        " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " + std::string(k_async_commit);
-    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
-    std::vector<std::optional<std::string>> params{
-        row.id,          row.machine_id,  row.parent_id,   row.process_type,           nlohmann::json(row.cmd).dump(),
-        nlohmann::json(row.env).dump(),   row.pwd,         text(row.timeout_s),        row.cookie,
-        row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
-        row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
-    if (exits == "[]") {
-        // Without the exits' CTE, which costs its setup even when empty (0.09 -> 0.12 ms).
-        return PendingStatement(conn, "process_table.insert_queued", insert, std::move(params));
-    }
-    params.push_back(exits);
-    return PendingStatement(conn, "process_table.insert_queued_with_exits", with_exits, std::move(params));
+    auto p = [first](int offset, const char* type) { return fmt::format("${}::{}", first + offset, type); };
+    return exit_assignments({p(0, "integer"), p(1, "text"), p(2, "bigint"), p(3, "bigint"), p(4, "integer"),
+                             p(5, "double precision"), p(6, "double precision"), p(7, "integer"), p(8, "integer"),
+                             p(9, "text"), p(10, "text"), p(11, "text")});
 }
 
-PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
+// The row id, then the 12 values exit_assignments_from() reads.
+std::vector<std::optional<std::string>> exit_params(const HeldExit& exit)
 {
-    static const std::string sql =
-        "UPDATE process p SET " +
-        exit_assignments({"$2::integer", "$3::text", "$4::bigint", "$5::bigint", "$6::integer",
-                          "$7::double precision", "$8::double precision", "$9::integer", "$10::integer", "$11::text",
-                          "$12::text", "$13::text"}) +
-        " FROM " + std::string(k_async_commit) + " WHERE p.id = $1";
     const auto now = std::chrono::steady_clock::now();
     // The identity's parameters stay NULL when the running write recorded it.
     std::optional<std::string> pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago;
@@ -185,11 +169,63 @@ PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
         pgid = std::to_string(exit.pgid);
         started_ago = pqxx::to_string(seconds_ago(now, exit.spawned));
     }
-    return PendingStatement(conn, "process_table.write_exit", sql,
-                            {exit.id, pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago,
-                             pqxx::to_string(seconds_ago(now, exit.ended)), text(exit.end.exit_code),
-                             text(exit.end.term_signal), exit.end.end_reason, storable(exit.end.stdout_tail),
-                             storable(exit.end.stderr_tail)});
+    return {exit.id,
+            pid,
+            boot_id,
+            start_ticks,
+            pidfs_ino,
+            pgid,
+            started_ago,
+            pqxx::to_string(seconds_ago(now, exit.ended)),
+            text(exit.end.exit_code),
+            text(exit.end.term_signal),
+            exit.end.end_reason,
+            storable(exit.end.stdout_tail),
+            storable(exit.end.stderr_tail)};
+}
+
+} // namespace
+
+PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::vector<HeldExit>& exits)
+{
+    static const std::string insert =
+        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
+        " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
+        " crawl_id, snapshot_id, archive_result_id)"
+        " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
+        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
+        " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " + std::string(k_async_commit);
+    // One exit (hooks run one after another) by its key: the plan is an index
+    // probe whatever the statistics say. The JSON form joins a set against the
+    // table, and a plan cached while the table was young and unanalysed hashes a
+    // sequential scan of it (0.55 ms per launch at 2k rows, growing with the
+    // table until autovacuum's next analyse replans it).
+    static const std::string with_exit =
+        "WITH ended AS (UPDATE process p SET " + exit_assignments_from(20) + " WHERE p.id = $19::uuid) " + insert;
+    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
+    std::vector<std::optional<std::string>> params{
+        row.id,          row.machine_id,  row.parent_id,   row.process_type,           nlohmann::json(row.cmd).dump(),
+        nlohmann::json(row.env).dump(),   row.pwd,         text(row.timeout_s),        row.cookie,
+        row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
+        row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
+    if (exits.empty()) {
+        // Without the exits' CTE, which costs its setup even when empty (0.09 -> 0.12 ms).
+        return PendingStatement(conn, "process_table.insert_queued", insert, std::move(params));
+    }
+    if (exits.size() == 1) {
+        auto exit = exit_params(exits.front());
+        params.insert(params.end(), exit.begin(), exit.end());
+        return PendingStatement(conn, "process_table.insert_queued_with_exit", with_exit, std::move(params));
+    }
+    params.push_back(exits_json(exits));
+    return PendingStatement(conn, "process_table.insert_queued_with_exits", with_exits, std::move(params));
+}
+
+PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
+{
+    static const std::string sql = "UPDATE process p SET " + exit_assignments_from(2) + " FROM " +
+                                   std::string(k_async_commit) + " WHERE p.id = $1";
+    return PendingStatement(conn, "process_table.write_exit", sql, exit_params(exit));
 }
 
 PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits)

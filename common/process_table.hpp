@@ -82,12 +82,12 @@ std::string exits_json(const std::vector<HeldExit>& exits);
 // recorded exit code, signal, tail and ended_at that it does not carry itself.
 std::string exits_update(const std::string& param);
 
-// INSERT with status 'queued', with the held exits in `exits` (exits_json)
-// written by the same statement. The send_ functions send their statement and
-// return without waiting for it (see PendingStatement: `conn` is busy until
+// INSERT with status 'queued', with the held `exits` written by the same
+// statement (as exits_update() would). The send_ functions send their statement
+// and return without waiting for it (see PendingStatement: `conn` is busy until
 // the statement is finished).
 [[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row,
-                                                  const std::string& exits = "[]");
+                                                  const std::vector<HeldExit>& exits = {});
 // Writes the held exits in `exits` (exits_json).
 [[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits);
 // Writes one held exit, as exits_update() would, by key and plain parameters:

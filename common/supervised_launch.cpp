@@ -9,6 +9,8 @@
 
 #include <poll.h>
 
+#include <utility>
+
 // Supervisor::launch: a process from its queued row to a tracked tree.
 namespace orch {
 
@@ -54,7 +56,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     row.snapshot_id = request.snapshot_id;
     row.archive_result_id = request.archive_result_id;
     // Hook exits held until now travel with this insert.
-    auto insert = process_table::send_insert_queued(m_conn, row, take_held_exits());
+    auto insert = process_table::send_insert_queued(m_conn, row, std::exchange(m_held_exits, {}));
     // A hook in a cgroup leaf starts while its row commits: the server works
     // on the row while we write cmd.sh, open the log files and the child execs
     // (sent before that work, the insert wakes the server on the idle core).

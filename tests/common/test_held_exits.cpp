@@ -7,6 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <csignal>
+#include <set>
+
 #include <poll.h>
 
 using namespace orch;
@@ -102,4 +105,92 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
         return fx.column(timed.row_id, "status") == "exited";
     }));
     CHECK(fx.column(timed.row_id, "exit_code") == "7");
+}
+
+namespace {
+
+// Sequential scans of the process table so far, with this backend's counts flushed.
+long long process_seq_scans(pqxx::connection& conn)
+{
+    pqxx::nontransaction tx(conn);
+    tx.exec("SELECT pg_stat_force_next_flush()");
+    tx.exec("SELECT pg_stat_clear_snapshot()");
+    return tx.exec1("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'process'")[0].as<long long>();
+}
+
+} // namespace
+
+TEST_CASE("a launch writes its predecessor's exit by key - even with a plan cached while the table was young",
+          "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.exit_write_delay = 1h;
+    options.heartbeat_interval = 1h;
+    Supervisor sup(*fx.conn, options);
+    // Hooks one after another, each launch carrying one exit, until the server
+    // has cached the statement's generic plan (after five runs) on a table of a
+    // few rows that was never analysed.
+    std::vector<std::string> rows;
+    auto run_one = [&] {
+        const auto launched = sup.launch(fx.request({"true"}));
+        REQUIRE(launched.started());
+        until_finished(sup, launched.row_id);
+        rows.push_back(launched.row_id);
+    };
+    for (int i = 0; i < 10; ++i) {
+        run_one();
+    }
+    // The table grows to thousands of rows, still without statistics.
+    pqxx::nontransaction(*fx.conn)
+        .exec_params0("INSERT INTO process (machine_id, process_type, status, ended_at) "
+                      "SELECT $1, 'hook', 'exited', now() FROM generate_series(1, 5000)",
+                      fx.machine.id);
+    const auto scans = process_seq_scans(*fx.conn);
+    for (int i = 0; i < 5; ++i) {
+        run_one();
+    }
+    // The JSON form's cached plan hashed a sequential scan of the table here, once per launch.
+    CHECK(process_seq_scans(*fx.conn) == scans);
+    sup.write_held_exits();
+    for (const auto& row : rows) {
+        CHECK(fx.column(row, "status") == "exited");
+        CHECK(fx.column(row, "exit_code") == "0");
+        CHECK_FALSE(fx.column(row, "start_ticks").empty());
+    }
+}
+
+TEST_CASE("a launch carries every exit held since the last write", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.exit_write_delay = 1h;
+    Supervisor sup(*fx.conn, options);
+    const auto a = sup.launch(fx.request({"sh", "-c", "exit 3"}));
+    const auto b = sup.launch(fx.request({"sh", "-c", "kill -TERM $$"}));
+    REQUIRE(a.started());
+    REQUIRE(b.started());
+    std::set<std::string> finished;
+    REQUIRE(eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 100);
+        sup.process_events();
+        for (const auto& outcome : sup.take_finished()) {
+            finished.insert(outcome.row_id);
+        }
+        return finished.size() == 2;
+    }));
+    CHECK(fx.column(a.row_id, "status") == "queued");
+    CHECK(fx.column(b.row_id, "status") == "queued");
+
+    const auto next = sup.launch(fx.request({"sleep", "5"}));
+    REQUIRE(next.started());
+    CHECK(fx.column(a.row_id, "exit_code") == "3");
+    CHECK(fx.column(b.row_id, "term_signal") == std::to_string(SIGTERM));
+    for (const auto& row : {a.row_id, b.row_id}) {
+        CHECK(fx.column(row, "status") == "exited");
+        CHECK(fx.column(row, "xmin::text") == fx.column(next.row_id, "xmin::text"));
+        CHECK(fx.column(row, "pid").size() > 0);
+    }
+    sup.teardown({next.row_id}, 2s);
 }
