@@ -1,10 +1,9 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
+#include "orchestrator/age_option.hpp"
 
 #include <fmt/format.h>
 
-#include <charconv>
 #include <filesystem>
 #include <iostream>
 
@@ -21,31 +20,11 @@ constexpr const char* k_candidates =
     "AND NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.lease_owner = p.id) "
     "AND NOT EXISTS (SELECT 1 FROM process ch WHERE ch.parent_id = p.id AND ch.status <> 'exited')";
 
-// "30d", "12h", "90m", "45s", "2w" -> a PostgreSQL interval literal. Throws InvalidInput.
-std::string parse_age(const std::string& text)
-{
-    long value = 0;
-    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-    std::string unit(end, text.data() + text.size());
-    static const std::pair<const char*, const char*> k_units[] = {
-        {"s", "seconds"}, {"m", "minutes"}, {"h", "hours"}, {"d", "days"}, {"w", "weeks"}};
-    if (ec == std::errc() && value > 0 && end != text.data()) {
-        for (const auto& [suffix, name] : k_units) {
-            if (unit == suffix) {
-                return fmt::format("{} {}", value, name);
-            }
-        }
-    }
-    throw InvalidInput(fmt::format("--older-than '{}': expected a positive number with a unit s, m, h, d or w "
-                                   "(e.g. 30d)",
-                                   text));
-}
-
 } // namespace
 
 void command_prune(const CommonOptions& options, const PruneOptions& prune)
 {
-    auto age = parse_age(prune.older_than);
+    auto age = parse_age(prune.older_than, "--older-than");
     auto db = open_ops_database(options, true);
     auto& conn = db.conn();
     conn.prepare("prune_count", fmt::format("SELECT count(*) FROM process p WHERE {}", k_candidates));

@@ -1,6 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
 #include "common/ids.hpp"
+#include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>
@@ -64,6 +65,10 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     if (!ps.crawl_id.empty()) {
         crawl_id = require_uuid(ps.crawl_id, "crawl id");
     }
+    std::optional<std::string> since;
+    if (!ps.since.empty()) {
+        since = parse_age(ps.since, "--since");
+    }
     auto db = open_ops_database(options, false);
     auto& conn = db.conn();
     const bool json_lines = ps.json || (!ps.text && !stdout_is_terminal());
@@ -86,9 +91,14 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     // only its cells, which it needs whole for the column widths.
     {
         pqxx::read_transaction tx(conn);
-        tx.exec_params(fmt::format("DECLARE ps_rows NO SCROLL CURSOR FOR {}",
-                                   fmt::format(k_tree_query, ps.all ? "ops.process_tree" : "ops.process_tree_live")),
-                       crawl_id);
+        const std::string declare = "DECLARE ps_rows NO SCROLL CURSOR FOR ";
+        if (since) {
+            tx.exec_params(declare + fmt::format(k_tree_query, "ops.process_tree_since(now() - $2::interval)"),
+                           crawl_id, *since);
+        } else {
+            tx.exec_params(declare + fmt::format(k_tree_query, ps.all ? "ops.process_tree" : "ops.process_tree_live"),
+                           crawl_id);
+        }
         for (;;) {
             auto batch = tx.exec("FETCH 1000 FROM ps_rows");
             if (batch.empty()) {
@@ -109,7 +119,11 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
         return;
     }
     if (table.empty()) {
-        std::cout << (ps.all ? "no processes recorded\n" : "no live processes (--all shows exited ones)\n");
+        if (since) {
+            std::cout << "no process was alive in the last " << ps.since << "\n";
+        } else {
+            std::cout << (ps.all ? "no processes recorded\n" : "no live processes (--all shows exited ones)\n");
+        }
         return;
     }
     table.print(std::cout);

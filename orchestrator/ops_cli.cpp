@@ -26,6 +26,9 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     auto* ps_json = m_ps->add_flag("--json", m_ps_options.json, "JSON lines");
     m_ps->add_flag("--text", m_ps_options.text, "the table even when stdout is not a terminal")->excludes(ps_json);
     m_ps->add_flag("--all,-a", m_ps_options.all, "include exited processes");
+    m_ps->add_option("--since", m_ps_options.since,
+                     "rows alive at some moment in this window (30m, 2h, 1d), exited or not, in their trees: "
+                     "--all for a long history");
     m_ps->add_option("--crawl-id", m_ps_options.crawl_id, "only the trees working on this crawl");
 
     m_logs = app.add_subcommand("logs", "print a process's stdout (or stderr) log");

@@ -30,6 +30,7 @@ struct PsOptions {
     bool json = false;   // JSON lines (also when stdout is not a terminal)
     bool text = false;   // the table even when stdout is not a terminal
     bool all = false;    // include exited rows (walks ops.process_tree instead of process_tree_live)
+    std::string since;   // "2h": rows alive at some moment in the last 2 hours, with their ancestors
     std::string crawl_id;
 };
 void command_ps(const CommonOptions& options, const PsOptions& ps);

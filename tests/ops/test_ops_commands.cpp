@@ -115,6 +115,45 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     CHECK(bad.err.find("not a valid id") != std::string::npos);
 }
 
+TEST_CASE("ops: ps --since shows what was alive in the window - in its trees - whatever the ancestors' age", "[ops]")
+{
+    OpsTree tree;
+    // sw1 and its hook ended three days ago, sw2 and its hook ten minutes ago; the
+    // crawl worker (an ancestor of all) ended three days ago; sw3 and h3 run.
+    tree.exec("UPDATE process SET ended_at = now() - interval '3 days' WHERE id IN ('" + sw1 + "', '" + h1 + "')");
+    tree.exec("UPDATE process SET ended_at = now() - interval '10 minutes' WHERE id IN ('" + sw2 + "', '" + h2 + "')");
+    tree.exec("UPDATE process SET status = 'exited', ended_at = now() - interval '3 days' WHERE id = '" +
+              crawl_worker + "'");
+    auto ids_of = [](const std::string& out) {
+        std::vector<std::string> ids;
+        for (const auto& line : lines_of(out)) {
+            ids.push_back(json::parse(line)["id"]);
+        }
+        return ids;
+    };
+    auto recent = tree.run({"ps", "--since", "1h", "--json"});
+    INFO(recent.err);
+    REQUIRE(recent.exit_code == 0);
+    CHECK(ids_of(recent.out) == std::vector<std::string>{orchestrator, crawl_worker, sw2, h2, sw3, h3});
+    CHECK(json::parse(lines_of(recent.out)[3])["path"] == json::array({orchestrator, crawl_worker, sw2, h2}));
+    // A window that covers everything is the whole history, in the same order.
+    CHECK(ids_of(tree.run({"ps", "--since", "1w", "--json"}).out) ==
+          ids_of(tree.run({"ps", "--all", "--json"}).out));
+    // The crawl worker holds c1: it and everything below it in the window.
+    CHECK(ids_of(tree.run({"ps", "--since", "1h", "--crawl-id", c1, "--json"}).out) ==
+          std::vector<std::string>{crawl_worker, sw2, h2, sw3, h3});
+
+    auto text = tree.run({"ps", "--since", "1h", "--text"});
+    REQUIRE(text.exit_code == 0);
+    CHECK(lines_of(text.out).size() == 7); // and the header
+
+    for (const char* bad : {"0m", "5x", "-1h", "h"}) {
+        auto r = tree.run({"ps", "--since", bad});
+        CHECK(r.exit_code == 7);
+        CHECK(r.err.find("--since '" + std::string(bad) + "'") != std::string::npos);
+    }
+}
+
 TEST_CASE("ops: ps --all streams a history larger than one fetch - in tree order - as JSON lines and as a table", "[ops]")
 {
     OpsTree tree;

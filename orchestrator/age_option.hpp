@@ -1,0 +1,13 @@
+#pragma once
+
+#include <string>
+
+namespace orch {
+
+// An age given on the command line ("30d", "12h", "90m", "45s", "2w") as a
+// PostgreSQL interval literal ("30 days"), for a `$n::interval` parameter.
+// Throws InvalidInput naming `option` (e.g. "--older-than") when `text` is not
+// a positive whole number followed by one of the units s, m, h, d, w.
+std::string parse_age(const std::string& text, const std::string& option);
+
+} // namespace orch
