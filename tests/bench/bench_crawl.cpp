@@ -1,7 +1,10 @@
 // Rows 2, 4, 6 and 7 of scripts/bench, through the real executables:
 //  2. end-to-end throughput: a crawl of N URLs, 3 no-op hooks per snapshot, 8
 //     snapshot workers (orchestrator -> crawl_worker -> snapshot_worker -> hooks),
-//     against a minimal C++ loop doing the same processes and connections;
+//     against a minimal C++ loop doing the same processes and connections; as
+//     context, the same loop with one process and connection per snapshot, and
+//     the same loop keeping minimal records (a row per hook and its exit, a
+//     durable seal per snapshot: bench_raw_worker --record);
 //  6. peak RSS of the three programs during row 2; CPU of an idle daemon;
 //  7. row 2 again against a database already holding many sealed snapshots and
 //     exited process rows;
@@ -174,8 +177,19 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
 // With workers = 8 this is the process structure of ours (8 snapshot workers, each
 // taking snapshot after snapshot); with workers = n it is one process and one
 // connection per snapshot (the structure before snapshot workers continued).
-double raw_ceiling(Bench& b, int n, int workers)
+double raw_ceiling(Bench& b, int n, int workers, bool record = false)
 {
+    if (record) {
+        // Untimed: the tables of the minimal records (bench_raw_worker --record).
+        pqxx::work tx(*b.conn);
+        tx.exec0("DROP TABLE IF EXISTS raw_process, raw_snapshot");
+        tx.exec0("CREATE TABLE raw_snapshot (id int PRIMARY KEY, sealed_at timestamptz)");
+        tx.exec0("CREATE TABLE raw_process (id bigserial PRIMARY KEY, snapshot_id int NOT NULL, hook text NOT NULL, "
+                 " pid int, exit_code int, started_at timestamptz NOT NULL DEFAULT now(), ended_at timestamptz)");
+        tx.exec_params0("INSERT INTO raw_snapshot (id) SELECT g FROM generate_series(0, $1 - 1) g", n);
+        tx.commit();
+        pqxx::nontransaction(*b.conn).exec0("VACUUM ANALYZE raw_snapshot");
+    }
     settle(b);
     const auto worker = bin_path("bench_raw_worker").string();
     const auto hook = b.noop.string();
@@ -184,13 +198,21 @@ double raw_ceiling(Bench& b, int n, int workers)
     std::set<pid_t> running;
     int started = 0;
     int failed = 0;
+    int first = 0; // the first snapshot number of the next worker's share
     const auto t0 = Clock::now();
     const long busy0 = bench::machine_busy_ticks();
     while (started < workers || !running.empty()) {
         while (started < workers && running.size() < k_snapshot_workers) {
             // An even share of the n snapshots: the first n % workers get one more.
-            const auto share = std::to_string(n / workers + (started < n % workers ? 1 : 0));
-            std::vector<char*> argv = {const_cast<char*>(worker.c_str()), const_cast<char*>(share.c_str())};
+            const int count = n / workers + (started < n % workers ? 1 : 0);
+            const auto share = std::to_string(count);
+            const auto first_text = std::to_string(first);
+            std::vector<char*> argv = {const_cast<char*>(worker.c_str())};
+            if (record) {
+                argv.push_back(const_cast<char*>("--record"));
+                argv.push_back(const_cast<char*>(first_text.c_str()));
+            }
+            argv.push_back(const_cast<char*>(share.c_str()));
             for (int i = 0; i < 3; ++i) {
                 argv.push_back(const_cast<char*>(hook.c_str()));
             }
@@ -201,6 +223,7 @@ double raw_ceiling(Bench& b, int n, int workers)
             }
             running.insert(pid);
             ++started;
+            first += count;
         }
         int status = 0;
         const pid_t pid = ::wait(&status);
@@ -212,9 +235,19 @@ double raw_ceiling(Bench& b, int n, int workers)
     if (failed > 0) {
         throw std::runtime_error(std::to_string(failed) + " raw workers failed");
     }
-    std::printf("raw ceiling: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU %.2f ms "
-                "per snapshot)\n",
-                workers, n, s, n / s, cpu_ms_each(busy0, n));
+    if (record) {
+        // The records are all there, or the figure does not count.
+        const double sealed = b.scalar("SELECT count(*) FROM raw_snapshot WHERE sealed_at IS NOT NULL");
+        const double exited = b.scalar("SELECT count(*) FROM raw_process WHERE exit_code = 0 AND ended_at IS NOT NULL");
+        if (sealed != n || exited != 3.0 * n) {
+            throw std::runtime_error("raw records incomplete: " + std::to_string(sealed) + " seals, " +
+                                     std::to_string(exited) + " exits");
+        }
+    }
+    std::printf("raw ceiling%s: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU "
+                "%.2f ms per snapshot)\n",
+                record ? " recording (a row per hook and its exit, a durable seal per snapshot)" : "", workers, n, s,
+                n / s, cpu_ms_each(busy0, n));
     return n / s;
 }
 
@@ -342,6 +375,7 @@ int main(int argc, char** argv)
         const double our_rate = bench::median(our_rates);
         const double ratio = bench::median(ratios);
         const double raw_per_snapshot = raw_ceiling(b, n, n);
+        const double raw_recording = raw_ceiling(b, n, k_snapshot_workers, true);
         const bool met = our_rate >= 150 && ratio >= 0.5;
         const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
         const std::string spread = rounds > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "";
@@ -352,6 +386,11 @@ int main(int argc, char** argv)
         // For scale: the ceiling of one process and one connection per snapshot.
         bench::report_context("2 context: vs raw with a process + connection per snapshot", bench::fixed(our_rate),
                               bench::fixed(raw_per_snapshot), bench::fixed(our_rate / raw_per_snapshot, 2));
+        // For judging the goal: the same raw loop keeping the least a record needs, one
+        // plain statement each (a row per hook before its spawn, its exit after, a
+        // durable seal per snapshot: 7 round trips per snapshot; ours makes 4).
+        bench::report_context("2 context: vs raw that also records each hook and seal", bench::fixed(our_rate),
+                              bench::fixed(raw_recording), bench::fixed(our_rate / raw_recording, 2));
         std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
         for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
                                        {"snapshot_worker", rss_snap}}) {

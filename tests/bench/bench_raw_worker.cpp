@@ -2,22 +2,66 @@
 // nothing of ours. Opens one PostgreSQL connection (DATABASE_URL), runs one
 // trivial query, then for each of <snapshots> snapshots spawns and waits for each
 // hook given in argv in turn, and exits.
-//   bench_raw_worker <snapshots> <hook> [<hook>...]
+// With --record FIRST it also keeps the minimal records of that work, one plain
+// statement each, in tables bench_crawl creates (raw_process, raw_snapshot): a
+// row per hook inserted before its spawn and updated with its pid and exit code
+// after (asynchronous commit, as ours), and a durable seal of each snapshot,
+// numbered from FIRST (synchronous commit, as ours).
+//   bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]
 #include <libpq-fe.h>
 
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #include <spawn.h>
 #include <sys/wait.h>
 
+namespace {
+
+// Runs a prepared statement; false (with a message) when it fails.
+bool exec(PGconn* conn, const char* name, int n, const char* const* values, std::string* first_value = nullptr)
+{
+    PGresult* r = PQexecPrepared(conn, name, n, values, nullptr, nullptr, 0);
+    const auto status = PQresultStatus(r);
+    const bool ok = status == PGRES_COMMAND_OK || status == PGRES_TUPLES_OK;
+    if (!ok) {
+        std::fprintf(stderr, "bench_raw_worker: %s: %s", name, PQerrorMessage(conn));
+    } else if (first_value != nullptr) {
+        *first_value = PQgetvalue(r, 0, 0);
+    }
+    PQclear(r);
+    return ok;
+}
+
+bool prepare(PGconn* conn, const char* name, const char* sql)
+{
+    PGresult* r = PQprepare(conn, name, sql, 0, nullptr);
+    const bool ok = PQresultStatus(r) == PGRES_COMMAND_OK;
+    if (!ok) {
+        std::fprintf(stderr, "bench_raw_worker: prepare %s: %s", name, PQerrorMessage(conn));
+    }
+    PQclear(r);
+    return ok;
+}
+
+} // namespace
+
 int main(int argc, char** argv)
 {
-    if (argc < 3) {
-        std::fprintf(stderr, "usage: bench_raw_worker <snapshots> <hook> [<hook>...]\n");
+    int arg = 1;
+    long first = -1;
+    if (argc > 2 && std::strcmp(argv[1], "--record") == 0) {
+        first = std::atol(argv[2]);
+        arg = 3;
+    }
+    if (argc - arg < 2) {
+        std::fprintf(stderr, "usage: bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]\n");
         return 2;
     }
-    const long snapshots = std::atol(argv[1]);
+    const long snapshots = std::atol(argv[arg]);
+    const int hooks = arg + 1;
     const char* url = std::getenv("DATABASE_URL");
     PGconn* conn = PQconnectdb(url != nullptr ? url : "");
     if (PQstatus(conn) != CONNECTION_OK) {
@@ -25,8 +69,25 @@ int main(int argc, char** argv)
         return 1;
     }
     PQclear(PQexec(conn, "SELECT 1"));
+    const bool record = first >= 0;
+    if (record &&
+        !(prepare(conn, "start",
+                  "INSERT INTO raw_process (snapshot_id, hook) SELECT $1::int, $2 "
+                  "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit RETURNING id") &&
+          prepare(conn, "exit",
+                  "UPDATE raw_process SET pid = $2::int, exit_code = $3::int, ended_at = now() "
+                  "FROM (SELECT set_config('synchronous_commit', 'off', true)) AS async_commit WHERE id = $1::bigint") &&
+          prepare(conn, "seal", "UPDATE raw_snapshot SET sealed_at = now() WHERE id = $1::int"))) {
+        return 1;
+    }
     for (long s = 0; s < snapshots; ++s) {
-        for (int i = 2; i < argc; ++i) {
+        const std::string snapshot = std::to_string(first + s);
+        for (int i = hooks; i < argc; ++i) {
+            std::string row;
+            const char* start[] = {snapshot.c_str(), argv[i]};
+            if (record && !exec(conn, "start", 2, start, &row)) {
+                return 1;
+            }
             char* const hook_argv[] = {argv[i], nullptr};
             char* const envp[] = {nullptr};
             pid_t pid = 0;
@@ -35,6 +96,16 @@ int main(int argc, char** argv)
             }
             int status = 0;
             waitpid(pid, &status, 0);
+            const std::string pid_text = std::to_string(pid);
+            const std::string code = std::to_string(WIFEXITED(status) ? WEXITSTATUS(status) : -1);
+            const char* exit[] = {row.c_str(), pid_text.c_str(), code.c_str()};
+            if (record && !exec(conn, "exit", 3, exit)) {
+                return 1;
+            }
+        }
+        const char* seal[] = {snapshot.c_str()};
+        if (record && !exec(conn, "seal", 1, seal)) {
+            return 1;
         }
     }
     PQfinish(conn);
