@@ -297,7 +297,8 @@ void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
         return;
     }
     pqxx::work tx(conn);
-    tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE status <> 'exited' "
+    // By key, not through process_live_idx (see the claim's `pointed` in snapshot_claims.cpp).
+    tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE (status <> 'exited') IS TRUE "
                     "AND id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)",
                     nlohmann::json(ids).dump());
     tx.commit();

@@ -55,9 +55,14 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "  WHERE s.id = numbered.id "
         "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
         // An owner row that exists already (a worker claiming for itself) now names the
-        // snapshot it works on; rows created later get it at their creation.
+        // snapshot it works on; rows created later get it at their creation. The row
+        // is found by its key: written `status <> 'exited'`, the condition matched the
+        // predicate of process_live_idx, and the planner, which counts only live rows
+        // in that index, scanned it whole instead, through the entries every hook that
+        // exited since the last vacuum left behind (hundreds of buffer reads per
+        // claim in a busy crawl). `IS TRUE` keeps the meaning and not the match.
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
-        "            WHERE p.id = c.lease_owner AND p.status <> 'exited')"
+        "            WHERE p.id = c.lease_owner AND (p.status <> 'exited') IS TRUE)"
         "{}",
         leading_ctes, gate, limit, k_async_commit, select);
 }
