@@ -39,7 +39,9 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
         auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
                                 " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
                                 " heartbeat_at = now() "
-                                "WHERE id = $1 AND machine_id = $2 AND status <> 'exited' RETURNING id, parent_id",
+                                // By key, not through process_live_idx (ARCHITECTURE.md, the process table's keys).
+                                "WHERE id = $1 AND machine_id = $2 AND (status <> 'exited') IS TRUE "
+                                "RETURNING id, parent_id",
                                 *reg.adopt_id, reg.machine_id, reg.worker_type, reg.crawl_id, reg.snapshot_id);
         tx.commit();
         if (r.empty()) {
