@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <iostream>
 
 namespace orch {
@@ -23,9 +24,23 @@ constexpr const char* k_tree_query =
     "  'exit_code', t.exit_code, 'term_signal', t.term_signal, 'signal_name', t.signal_name,"
     "  'end_reason', t.end_reason, 'outcome', t.outcome)::text "
     "FROM {} t "
-    "WHERE $1::uuid IS NULL"
-    "   OR EXISTS (SELECT 1 FROM process a WHERE a.crawl_id = $1::uuid AND a.id = ANY (t.path)) "
+    "WHERE ($1::uuid IS NULL"
+    "   OR EXISTS (SELECT 1 FROM process a WHERE a.crawl_id = $1::uuid AND a.id = ANY (t.path))) "
+    "  AND ($2::text[] IS NULL OR t.status = ANY ($2::text[])) "
     "ORDER BY t.sort_key";
+
+// "{queued,exited}": the --state values as one text[] parameter (members of a fixed set).
+std::optional<std::string> states_param(const std::vector<std::string>& states)
+{
+    if (states.empty()) {
+        return std::nullopt;
+    }
+    std::string out = "{";
+    for (const auto& state : states) {
+        out += (out.size() > 1 ? "," : "") + state;
+    }
+    return out + "}";
+}
 
 std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback = "-")
 {
@@ -69,6 +84,9 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     if (!ps.since.empty()) {
         since = parse_age(ps.since, "--since");
     }
+    const auto states = states_param(ps.states);
+    // Exited rows are only in the whole history: asking for them implies --all.
+    const bool all = ps.all || std::find(ps.states.begin(), ps.states.end(), "exited") != ps.states.end();
     auto db = open_ops_database(options, false);
     auto& conn = db.conn();
     const bool json_lines = ps.json || (!ps.text && !stdout_is_terminal());
@@ -93,11 +111,11 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
         pqxx::read_transaction tx(conn);
         const std::string declare = "DECLARE ps_rows NO SCROLL CURSOR FOR ";
         if (since) {
-            tx.exec_params(declare + fmt::format(k_tree_query, "ops.process_tree_since(now() - $2::interval)"),
-                           crawl_id, *since);
+            tx.exec_params(declare + fmt::format(k_tree_query, "ops.process_tree_since(now() - $3::interval)"),
+                           crawl_id, states, *since);
         } else {
-            tx.exec_params(declare + fmt::format(k_tree_query, ps.all ? "ops.process_tree" : "ops.process_tree_live"),
-                           crawl_id);
+            tx.exec_params(declare + fmt::format(k_tree_query, all ? "ops.process_tree" : "ops.process_tree_live"),
+                           crawl_id, states);
         }
         for (;;) {
             auto batch = tx.exec("FETCH 1000 FROM ps_rows");
@@ -122,7 +140,7 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
         if (since) {
             std::cout << "no process was alive in the last " << ps.since << "\n";
         } else {
-            std::cout << (ps.all ? "no processes recorded\n" : "no live processes (--all shows exited ones)\n");
+            std::cout << (all ? "no processes recorded\n" : "no live processes (--all shows exited ones)\n");
         }
         return;
     }

@@ -29,6 +29,8 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_ps->add_option("--since", m_ps_options.since,
                      "rows alive at some moment in this window (30m, 2h, 1d), exited or not, in their trees: "
                      "--all for a long history");
+    m_ps->add_option("--state", m_ps_options.states, "only rows in this state (repeatable): queued, running, exited")
+        ->check(CLI::IsMember({"queued", "running", "exited"}));
     m_ps->add_option("--crawl-id", m_ps_options.crawl_id, "only the trees working on this crawl");
 
     m_logs = app.add_subcommand("logs", "print a process's stdout (or stderr) log");

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 // The operational surface: commands that read the `ops` views and act on work
 // through the database (status, ps, logs, show, cancel, retry, prune, and the
@@ -31,6 +32,7 @@ struct PsOptions {
     bool text = false;   // the table even when stdout is not a terminal
     bool all = false;    // include exited rows (walks ops.process_tree instead of process_tree_live)
     std::string since;   // "2h": rows alive at some moment in the last 2 hours, with their ancestors
+    std::vector<std::string> states; // only rows in these states (queued, running, exited); exited implies all
     std::string crawl_id;
 };
 void command_ps(const CommonOptions& options, const PsOptions& ps);

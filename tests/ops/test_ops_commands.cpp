@@ -106,6 +106,21 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     CHECK(lines[6].find("SIGKILL") != std::string::npos);
     CHECK(lines[6].find("wget/on_Snapshot__50_wget") != std::string::npos);
 
+    // --state keeps the rows in those states, in tree order; exited ones imply --all.
+    auto ids_of = [](const std::string& out) {
+        std::vector<std::string> found;
+        for (const auto& line : lines_of(out)) {
+            found.push_back(json::parse(line)["id"]);
+        }
+        return found;
+    };
+    CHECK(ids_of(tree.run({"ps", "--state", "exited", "--json"}).out) == std::vector<std::string>{sw1, h1, sw2, h2});
+    CHECK(ids_of(tree.run({"ps", "--state", "queued", "--state", "running", "--json"}).out) ==
+          ids_of(tree.run({"ps", "--json"}).out));
+    auto bad_state = tree.run({"ps", "--state", "sleeping"});
+    CHECK(bad_state.exit_code == 2);
+    CHECK(bad_state.err.find("--state") != std::string::npos);
+
     auto crawl = tree.run({"ps", "--crawl-id", c1, "--json"});
     REQUIRE(crawl.exit_code == 0);
     CHECK(lines_of(crawl.out).size() == 3); // the crawl worker and below; not the orchestrator
