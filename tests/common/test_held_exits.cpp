@@ -160,6 +160,37 @@ TEST_CASE("a launch writes its predecessor's exit by key - even with a plan cach
     }
 }
 
+TEST_CASE("a launch carries the exit of a hook already recorded running - keeping its identity", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(false);
+    options.exit_write_delay = 1h;
+    Supervisor sup(*fx.conn, options);
+    // Longer than the deferred running write (50 ms): the row is running, with its
+    // identity, when the exit is held; the exit then carries no identity.
+    const auto slow = sup.launch(fx.request({"sh", "-c", "sleep 0.3; exit 5"}));
+    REQUIRE(slow.started());
+    REQUIRE(eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 20);
+        sup.process_events();
+        return fx.column(slow.row_id, "status") == "running";
+    }));
+    const auto started_at = fx.column(slow.row_id, "started_at");
+    until_finished(sup, slow.row_id);
+    CHECK(fx.column(slow.row_id, "status") == "running");
+
+    const auto next = sup.launch(fx.request({"sleep", "5"}));
+    REQUIRE(next.started());
+    CHECK(fx.column(slow.row_id, "status") == "exited");
+    CHECK(fx.column(slow.row_id, "exit_code") == "5");
+    CHECK(fx.column(slow.row_id, "pid") == std::to_string(slow.pid));
+    CHECK(fx.column(slow.row_id, "started_at") == started_at);
+    CHECK(fx.column(slow.row_id, "(started_at < ended_at)") == "true");
+    CHECK(fx.column(slow.row_id, "xmin::text") == fx.column(next.row_id, "xmin::text"));
+    sup.teardown({next.row_id}, 2s);
+}
+
 TEST_CASE("a launch carries every exit held since the last write", "[supervisor]")
 {
     SupervisionFixture fx;
