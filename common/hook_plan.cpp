@@ -36,19 +36,4 @@ std::map<std::string, std::vector<ConfiguredHook>> plan_hooks(const PluginRoots&
     return planned;
 }
 
-int env_int(const char* name, int fallback, int min, int max)
-{
-    const char* v = std::getenv(name);
-    if (v == nullptr || *v == '\0') {
-        return fallback;
-    }
-    char* end = nullptr;
-    errno = 0;
-    long n = std::strtol(v, &end, 10);
-    if (errno != 0 || *end != '\0' || n < min || n > max) {
-        throw ConfigError(fmt::format("{} must be a whole number from {} to {}, got '{}'", name, min, max, v));
-    }
-    return static_cast<int>(n);
-}
-
 } // namespace orch

@@ -27,8 +27,4 @@ std::map<std::string, std::vector<ConfiguredHook>> plan_hooks(const PluginRoots&
                                                               const nlohmann::json& crawl_config,
                                                               const std::vector<std::string>& events);
 
-// An integer setting from the environment: `fallback` when unset or empty;
-// ConfigError naming the variable when it is not a whole number in [min, max].
-int env_int(const char* name, int fallback, int min, int max);
-
 } // namespace orch

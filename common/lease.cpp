@@ -1,6 +1,7 @@
 #include "common/lease.hpp"
 
 #include "common/autocommit_statement.hpp"
+#include "common/env_setting.hpp"
 
 #include <fmt/format.h>
 
@@ -101,13 +102,7 @@ bool Lease::release(pqxx::connection& conn)
 
 std::chrono::seconds lease_ttl_from_env()
 {
-    if (const char* v = std::getenv("LEASE_TTL"); v != nullptr) {
-        int s = std::atoi(v);
-        if (s >= 2 && s <= 3600) {
-            return std::chrono::seconds(s);
-        }
-    }
-    return std::chrono::seconds(30);
+    return std::chrono::seconds(env_int("LEASE_TTL", 30, 2, 3600));
 }
 
 } // namespace orch

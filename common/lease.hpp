@@ -64,7 +64,8 @@ private:
     Clock::time_point m_renewed = Clock::now();
 };
 
-// Lease TTL from LEASE_TTL (seconds, 2..3600), default 30 s.
+// Lease TTL from LEASE_TTL (seconds, 2..3600), default 30 s. Throws ConfigError
+// for any other value (env_setting.hpp).
 std::chrono::seconds lease_ttl_from_env();
 
 } // namespace orch

@@ -82,9 +82,6 @@ Supervisor::Supervisor(pqxx::connection& conn, SupervisorOptions options)
         m_owns_self_row = true;
     }
     m_next_heartbeat = Clock::now() + m_options.heartbeat_interval;
-    if (const char* v = std::getenv("HOOK_LOG_MAX_BYTES"); v != nullptr && std::atoll(v) >= 65536) {
-        m_options.max_log_bytes = static_cast<std::uint64_t>(std::atoll(v));
-    }
     log::info("supervisor ready", {{"containment", std::string(to_string(m_containment.mode()))},
                                    {"self", m_self_id},
                                    {"scope_dir", m_containment.scope_dir().string()}});

@@ -2,6 +2,7 @@
 
 #include "common/database.hpp"
 #include "common/env_map.hpp"
+#include "common/env_setting.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/lean_exec.hpp"
@@ -70,8 +71,11 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     auto hooks = plan_hooks(plugin_roots(options.plugins_dir), crawl->config, {"Crawl", "CrawlEnd"});
     const auto& crawl_hooks = hooks["Crawl"];
     const auto& end_hooks = hooks["CrawlEnd"];
+    // Every setting is read before anything is written: a bad one changes nothing.
     auto grace = std::chrono::seconds(env_int("TEARDOWN_GRACE", 10, 1, 3600));
     int max_attempts = env_int("SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100);
+    const auto lease_ttl = lease_ttl_from_env();
+    const auto max_log_bytes = hook_log_max_bytes_from_env();
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);
@@ -87,7 +91,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     ExitCode code = ExitCode::internal_error;
     std::optional<Lease> lease;
     try {
-        lease = Lease::claim(conn, LeaseTable::crawl, crawl_id, self.id, lease_ttl_from_env());
+        lease = Lease::claim(conn, LeaseTable::crawl, crawl_id, self.id, lease_ttl);
         if (!lease) {
             log::warn("crawl is leased by another worker (or not runnable); not running it");
             code = ExitCode::lease_lost;
@@ -100,6 +104,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         sup.self_row_id = self.id;
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = grace;
+        sup.max_log_bytes = max_log_bytes;
         sup.fast_stop_fd = stop.fd();
         Supervisor supervisor(conn, sup);
 

@@ -2,6 +2,7 @@
 
 #include "common/database.hpp"
 #include "common/env_map.hpp"
+#include "common/env_setting.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
 #include "common/lean_exec.hpp"
@@ -37,9 +38,10 @@ using Clock = std::chrono::steady_clock;
 class Orchestrator {
 public:
     Orchestrator(Database& db, const MachineIdentity& machine, std::filesystem::path data_dir,
-                 const CommonOptions& common, const RunOptions& options, StopSignals& stop)
+                 const CommonOptions& common, const RunOptions& options, StopSignals& stop, std::chrono::seconds lease_ttl,
+                 std::uint64_t max_log_bytes)
         : m_db(db), m_conn(db.conn()), m_machine(machine), m_data_dir(std::move(data_dir)), m_common(common),
-          m_options(options), m_stop(stop)
+          m_options(options), m_stop(stop), m_lease_ttl(lease_ttl), m_max_log_bytes(max_log_bytes)
     {
         m_containment.scope = containment_scope(m_data_dir.string());
     }
@@ -52,6 +54,7 @@ public:
         sup.self_row_id = self_id;
         sup.self_process_type = "orchestrator";
         sup.containment = m_containment;
+        sup.max_log_bytes = m_max_log_bytes;
         // A second SIGTERM while crawl workers wind down kills them at once.
         sup.fast_stop_fd = m_stop.fd();
         Supervisor supervisor(m_conn, sup);
@@ -117,7 +120,7 @@ private:
         if (room == 0) {
             return;
         }
-        for (const auto& claim : claim_due_crawls(m_conn, room, lease_ttl_from_env())) {
+        for (const auto& claim : claim_due_crawls(m_conn, room, m_lease_ttl)) {
             LaunchRequest req;
             req.row_id = claim.worker_row_id;
             req.argv = {sibling_executable("crawl_worker"), "--crawl-id", claim.crawl_id, "--data-dir",
@@ -274,6 +277,8 @@ private:
     const CommonOptions& m_common;
     const RunOptions& m_options;
     StopSignals& m_stop;
+    std::chrono::seconds m_lease_ttl;
+    std::uint64_t m_max_log_bytes;
     ContainmentOptions m_containment;
     Supervisor* m_supervisor = nullptr;
     std::string m_self_id;
@@ -291,6 +296,9 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // Every worker would refuse a broken plugin configuration (exit 3) after being
     // spawned for a claimed crawl; refusing here claims nothing and names the file.
     plan_hooks(plugin_roots(options.plugins_dir), nlohmann::json::object(), {"Crawl", "Snapshot", "CrawlEnd"});
+    // Likewise the settings from the environment: read before anything is written.
+    const auto lease_ttl = lease_ttl_from_env();
+    const auto max_log_bytes = hook_log_max_bytes_from_env();
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();
     apply_migrations(conn);
@@ -324,7 +332,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     auto metrics = options.metrics_listen.empty()
                        ? nullptr
                        : start_orchestrator_metrics(options.metrics_listen, db.conninfo(), machine.id);
-    Orchestrator orchestrator(db, machine, data_dir, common, options, stop);
+    Orchestrator orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
     auto code = orchestrator.run(self.id);
     close_self(conn, self, to_int(code));
     return code;

@@ -2,6 +2,7 @@
 
 #include "common/database.hpp"
 #include "common/env_map.hpp"
+#include "common/env_setting.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
 #include "common/ids.hpp"
@@ -129,6 +130,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         static_cast<long long>(env_int("TEARDOWN_GRACE", 10, 1, 3600)) * 1000);
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
+    const auto max_log_bytes = hook_log_max_bytes_from_env();
     const int max_snapshots = env_int("SNAPSHOT_WORKER_MAX_SNAPSHOTS", k_default_max_snapshots, 1, 1'000'000);
     const auto crawl_id = snapshot->crawl_id;
 
@@ -172,6 +174,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         sup.self_row_id = self.id;
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = scope.teardown_grace;
+        sup.max_log_bytes = max_log_bytes;
         sup.fast_stop_fd = stop.fd();
         Supervisor supervisor(conn, sup);
 
