@@ -1,5 +1,6 @@
 #include "common/containment.hpp"
 
+#include "common/errors.hpp"
 #include "common/log.hpp"
 
 #include <cstdlib>
@@ -70,10 +71,20 @@ Containment Containment::fallback(const ContainmentOptions&)
     return Containment{};
 }
 
-Containment Containment::probe(const ContainmentOptions& options)
+std::string forced_containment_from_env()
 {
     const char* forced = std::getenv("ORCH_CONTAINMENT");
     const std::string wanted = forced ? forced : "";
+    if (wanted.empty() || wanted == "fallback" || wanted == "freezer" || wanted == "cgroup2") {
+        return wanted;
+    }
+    throw ConfigError("ORCH_CONTAINMENT must be fallback, freezer or cgroup2 (or unset to probe), got '" + wanted +
+                      "'");
+}
+
+Containment Containment::probe(const ContainmentOptions& options)
+{
+    const std::string wanted = forced_containment_from_env();
     Containment result;
     if (options.force_fallback || wanted == "fallback") {
         log::info("containment forced to fallback", {{"containment", "fallback"}});

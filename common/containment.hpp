@@ -28,11 +28,18 @@ struct ContainmentOptions {
     std::filesystem::path cgroup_root = "/sys/fs/cgroup";
 };
 
+// ORCH_CONTAINMENT as set: "" (unset: probe), "fallback", "freezer" or
+// "cgroup2". Throws ConfigError naming the variable for any other value, so a
+// typo never silently means "probe". The executables call it at start, before
+// they write anything; probe() calls it too.
+std::string forced_containment_from_env();
+
 // The containment mode of this machine, probed once. Cheap to copy.
 class Containment {
 public:
     // Probes cgroup2 (a writable leaf with cgroup.kill), then the v1 freezer,
-    // else fallback; logs the result. Never throws for an unusable mode.
+    // else fallback; logs the result. Never throws for an unusable mode; throws
+    // ConfigError for a malformed ORCH_CONTAINMENT.
     static Containment probe(const ContainmentOptions& options);
     // A fallback-mode value without probing (tests, containers).
     static Containment fallback(const ContainmentOptions& options);

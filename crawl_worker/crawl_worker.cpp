@@ -1,5 +1,6 @@
 #include "crawl_worker/crawl_worker.hpp"
 
+#include "common/containment.hpp"
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
@@ -76,6 +77,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     int max_attempts = env_int("SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100);
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
+    forced_containment_from_env();
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);

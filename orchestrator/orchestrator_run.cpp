@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_run.hpp"
 
+#include "common/containment.hpp"
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
@@ -299,6 +300,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // Likewise the settings from the environment: read before anything is written.
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
+    forced_containment_from_env();
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();
     apply_migrations(conn);

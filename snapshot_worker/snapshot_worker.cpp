@@ -1,5 +1,6 @@
 #include "snapshot_worker/snapshot_worker.hpp"
 
+#include "common/containment.hpp"
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
@@ -131,6 +132,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
+    forced_containment_from_env();
     const int max_snapshots = env_int("SNAPSHOT_WORKER_MAX_SNAPSHOTS", k_default_max_snapshots, 1, 1'000'000);
     const auto crawl_id = snapshot->crawl_id;
 
