@@ -1,25 +1,12 @@
 #include "common/snapshot_claims.hpp"
 
+#include "common/array_parameter.hpp"
 #include "common/autocommit_statement.hpp"
 
 #include <fmt/format.h>
 
 namespace orch {
 namespace {
-
-// A text[] / uuid[] parameter. Elements are ids we generated or read back from the
-// database, passed as one parameter value, never spliced into the statement.
-std::string array_literal(const std::vector<std::string>& ids)
-{
-    std::string out = "{";
-    for (const auto& id : ids) {
-        if (out.size() > 1) {
-            out += ',';
-        }
-        out += '"' + id + '"';
-    }
-    return out + "}";
-}
 
 // The CTE with FOR UPDATE SKIP LOCKED picks the rows (index snapshot_claim_idx,
 // migrations/0003); row_number may not share a SELECT with FOR UPDATE, so the
@@ -71,8 +58,8 @@ std::vector<std::string> claim_parameters(const std::string& crawl_id, const std
                                           const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                           const ClaimScope& scope)
 {
-    return {crawl_id, crawl_owner, array_literal(owners), pqxx::to_string(static_cast<double>(ttl.count())),
-            array_literal(scope.live_owners), scope.take_expired ? "true" : "false"};
+    return {crawl_id, crawl_owner, array_parameter(owners), pqxx::to_string(static_cast<double>(ttl.count())),
+            array_parameter(scope.live_owners), scope.take_expired ? "true" : "false"};
 }
 
 ClaimedSnapshot claimed_snapshot(const pqxx::row& row, pqxx::row::size_type first)
@@ -91,8 +78,8 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
         return out;
     }
     auto r = exec_autocommit(conn, "snapshot_claims.claim_due", k_claim_sql, crawl_id, crawl_owner,
-                             array_literal(owners), static_cast<double>(ttl.count()),
-                             array_literal(scope.live_owners), scope.take_expired);
+                             array_parameter(owners), static_cast<double>(ttl.count()),
+                             array_parameter(scope.live_owners), scope.take_expired);
     out.resize(r.size());
     for (const auto& row : r) {
         // RETURNING has no order: the owner index restores the claim order.

@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "common/array_parameter.hpp"
 #include "common/ids.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
@@ -28,19 +29,6 @@ constexpr const char* k_tree_query =
     "   OR EXISTS (SELECT 1 FROM process a WHERE a.crawl_id = $1::uuid AND a.id = ANY (t.path))) "
     "  AND ($2::text[] IS NULL OR t.status = ANY ($2::text[])) "
     "ORDER BY t.sort_key";
-
-// "{queued,exited}": the --state values as one text[] parameter (members of a fixed set).
-std::optional<std::string> states_param(const std::vector<std::string>& states)
-{
-    if (states.empty()) {
-        return std::nullopt;
-    }
-    std::string out = "{";
-    for (const auto& state : states) {
-        out += (out.size() > 1 ? "," : "") + state;
-    }
-    return out + "}";
-}
 
 std::string text_or(const nlohmann::json& j, const char* key, const std::string& fallback = "-")
 {
@@ -84,7 +72,8 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     if (!ps.since.empty()) {
         since = parse_age(ps.since, "--since");
     }
-    const auto states = states_param(ps.states);
+    // The --state values (members of a fixed set) as one text[] parameter.
+    const auto states = ps.states.empty() ? std::nullopt : std::optional<std::string>(array_parameter(ps.states));
     // Exited rows are only in the whole history: asking for them implies --all.
     const bool all = ps.all || std::find(ps.states.begin(), ps.states.end(), "exited") != ps.states.end();
     auto db = open_ops_database(options, false);

@@ -7,7 +7,9 @@
 
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <csignal>
+#include <functional>
 #include <set>
 
 #include <poll.h>
@@ -18,19 +20,33 @@ using namespace std::chrono_literals;
 
 namespace {
 
-// Runs the supervisor's events until `row_id` has finished on its own.
-void until_finished(Supervisor& sup, const std::string& row_id)
+// Runs the supervisor's events, as an owner's loop does, until `done` holds; the
+// rows of the trees that ended on their own meanwhile are added to `finished`.
+void run_events_until(Supervisor& sup, const std::function<bool()>& done, std::set<std::string>& finished)
 {
-    bool done = false;
     REQUIRE(eventually([&] {
         pollfd p{sup.epoll_fd(), POLLIN, 0};
-        ::poll(&p, 1, 100);
+        ::poll(&p, 1, 20);
         sup.process_events();
         for (const auto& outcome : sup.take_finished()) {
-            done = done || outcome.row_id == row_id;
+            finished.insert(outcome.row_id);
         }
-        return done;
+        return done();
     }));
+}
+
+// Runs the supervisor's events until every one of `row_ids` has finished on its own.
+void until_finished(Supervisor& sup, const std::set<std::string>& row_ids)
+{
+    std::set<std::string> finished;
+    run_events_until(
+        sup, [&] { return std::includes(finished.begin(), finished.end(), row_ids.begin(), row_ids.end()); },
+        finished);
+}
+
+void until_finished(Supervisor& sup, const std::string& row_id)
+{
+    until_finished(sup, std::set<std::string>{row_id});
 }
 
 } // namespace
@@ -97,13 +113,8 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
     Supervisor sup(*fx.conn, options);
     const auto timed = sup.launch(fx.request({"sh", "-c", "exit 7"}));
     // The supervisor's timer wakes the owner's loop when the exit is due.
-    REQUIRE(eventually([&] {
-        pollfd p{sup.epoll_fd(), POLLIN, 0};
-        ::poll(&p, 1, 100);
-        sup.process_events();
-        sup.take_finished();
-        return fx.column(timed.row_id, "status") == "exited";
-    }));
+    std::set<std::string> finished;
+    run_events_until(sup, [&] { return fx.column(timed.row_id, "status") == "exited"; }, finished);
     CHECK(fx.column(timed.row_id, "exit_code") == "7");
 }
 
@@ -170,14 +181,10 @@ TEST_CASE("a launch carries the exit of a hook already recorded running - keepin
     // identity, when the exit is held; the exit then carries no identity.
     const auto slow = sup.launch(fx.request({"sh", "-c", "sleep 0.3; exit 5"}));
     REQUIRE(slow.started());
-    REQUIRE(eventually([&] {
-        pollfd p{sup.epoll_fd(), POLLIN, 0};
-        ::poll(&p, 1, 20);
-        sup.process_events();
-        return fx.column(slow.row_id, "status") == "running";
-    }));
+    std::set<std::string> finished;
+    run_events_until(sup, [&] { return fx.column(slow.row_id, "status") == "running"; }, finished);
     const auto started_at = fx.column(slow.row_id, "started_at");
-    until_finished(sup, slow.row_id);
+    run_events_until(sup, [&] { return finished.count(slow.row_id) == 1; }, finished);
     CHECK(fx.column(slow.row_id, "status") == "running");
 
     const auto next = sup.launch(fx.request({"sleep", "5"}));
@@ -201,16 +208,7 @@ TEST_CASE("a launch carries every exit held since the last write", "[supervisor]
     const auto b = sup.launch(fx.request({"sh", "-c", "kill -TERM $$"}));
     REQUIRE(a.started());
     REQUIRE(b.started());
-    std::set<std::string> finished;
-    REQUIRE(eventually([&] {
-        pollfd p{sup.epoll_fd(), POLLIN, 0};
-        ::poll(&p, 1, 100);
-        sup.process_events();
-        for (const auto& outcome : sup.take_finished()) {
-            finished.insert(outcome.row_id);
-        }
-        return finished.size() == 2;
-    }));
+    until_finished(sup, {a.row_id, b.row_id});
     CHECK(fx.column(a.row_id, "status") == "queued");
     CHECK(fx.column(b.row_id, "status") == "queued");
 
