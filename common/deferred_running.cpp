@@ -24,7 +24,8 @@ void Supervisor::flush_due_running()
         }
         settle_write();
         const auto since = std::chrono::duration_cast<std::chrono::microseconds>(now - it->second.spawned);
-        process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since);
+        process_table::mark_running(m_conn, it->first, it->second.identity, it->second.pgid, since,
+                                    it->second.cgroup_path);
         it = m_pending_running.erase(it);
     }
 }
@@ -48,12 +49,13 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
         keep_known(held->end.stderr_tail, end.stderr_tail);
         return;
     }
-    process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end};
+    process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end, std::nullopt};
     const auto running = m_pending_running.find(row_id);
     if (running != m_pending_running.end()) {
         exit.identity = running->second.identity;
         exit.pgid = running->second.pgid;
         exit.spawned = running->second.spawned;
+        exit.cgroup_path = running->second.cgroup_path;
         m_pending_running.erase(running);
     }
     if (hold) {

@@ -74,7 +74,7 @@ std::optional<std::string> storable(const std::optional<std::string>& tail)
 // Where an exit write reads its values: columns of a JSON row, or parameters.
 struct ExitValues {
     std::string pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago, ended_ago, exit_code, term_signal,
-        end_reason, stdout_tail, stderr_tail;
+        end_reason, stdout_tail, stderr_tail, cgroup_path;
 };
 
 // The SET list of an exit write to process `p`. A row whose running write never
@@ -92,9 +92,9 @@ std::string exit_assignments(const ExitValues& v)
         " ended_at = coalesce(p.ended_at, now() - make_interval(secs => {6})),"
         " exit_code = coalesce({7}, p.exit_code), term_signal = coalesce({8}, p.term_signal),"
         " end_reason = {9}, stdout_tail = coalesce({10}, p.stdout_tail),"
-        " stderr_tail = coalesce({11}, p.stderr_tail)",
+        " stderr_tail = coalesce({11}, p.stderr_tail), cgroup_path = coalesce({12}, p.cgroup_path)",
         v.pid, v.boot_id, v.start_ticks, v.pidfs_ino, v.pgid, v.started_ago, v.ended_ago, v.exit_code, v.term_signal,
-        v.end_reason, v.stdout_tail, v.stderr_tail);
+        v.end_reason, v.stdout_tail, v.stderr_tail, v.cgroup_path);
 }
 
 } // namespace
@@ -119,6 +119,7 @@ std::string exits_json(const std::vector<HeldExit>& exits)
             row["pidfs_ino"] = json_or_null(e.identity->pidfs_ino);
             row["pgid"] = e.pgid;
             row["started_ago"] = seconds_ago(now, e.spawned);
+            row["cgroup_path"] = json_or_null(e.cgroup_path);
         }
         out.push_back(std::move(row));
     }
@@ -133,13 +134,13 @@ std::string exits_update(const std::string& param)
     // insert at 12k rows, linear in the table) instead of probing its key.
     static const std::string set = exit_assignments(
         {"e.pid", "e.boot_id", "e.start_ticks", "e.pidfs_ino", "e.pgid", "e.started_ago", "e.ended_ago",
-         "e.exit_code", "e.term_signal", "e.end_reason", "e.stdout_tail", "e.stderr_tail"});
+         "e.exit_code", "e.term_signal", "e.end_reason", "e.stdout_tail", "e.stderr_tail", "e.cgroup_path"});
     return "UPDATE process p SET " + set + " FROM unnest(ARRAY(SELECT jsonb_array_elements(" + param +
            "::jsonb))) AS held(exit),"
            " jsonb_to_record(held.exit) AS e(id uuid, pid integer, boot_id text,"
            "   start_ticks bigint, pidfs_ino bigint, pgid integer, started_ago double precision,"
            "   ended_ago double precision, exit_code integer, term_signal integer, end_reason text,"
-           "   stdout_tail text, stderr_tail text)"
+           "   stdout_tail text, stderr_tail text, cgroup_path text)"
            " WHERE p.id = e.id";
 }
 
@@ -152,16 +153,17 @@ std::string exit_assignments_from(int first)
     auto p = [first](int offset, const char* type) { return fmt::format("${}::{}", first + offset, type); };
     return exit_assignments({p(0, "integer"), p(1, "text"), p(2, "bigint"), p(3, "bigint"), p(4, "integer"),
                              p(5, "double precision"), p(6, "double precision"), p(7, "integer"), p(8, "integer"),
-                             p(9, "text"), p(10, "text"), p(11, "text")});
+                             p(9, "text"), p(10, "text"), p(11, "text"), p(12, "text")});
 }
 
-// The row id, then the 12 values exit_assignments_from() reads.
+// The row id, then the 13 values exit_assignments_from() reads.
 std::vector<std::optional<std::string>> exit_params(const HeldExit& exit)
 {
     const auto now = std::chrono::steady_clock::now();
     // The identity's parameters stay NULL when the running write recorded it.
-    std::optional<std::string> pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago;
+    std::optional<std::string> pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago, cgroup_path;
     if (const auto& identity = exit.identity) {
+        cgroup_path = exit.cgroup_path;
         pid = std::to_string(identity->pid);
         boot_id = identity->boot_id;
         start_ticks = std::to_string(identity->start_ticks);
@@ -181,7 +183,8 @@ std::vector<std::optional<std::string>> exit_params(const HeldExit& exit)
             text(exit.end.term_signal),
             exit.end.end_reason,
             storable(exit.end.stdout_tail),
-            storable(exit.end.stderr_tail)};
+            storable(exit.end.stderr_tail),
+            cgroup_path};
 }
 
 } // namespace
@@ -219,6 +222,46 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
     }
     params.push_back(exits_json(exits));
     return PendingStatement(conn, "process_table.insert_queued_with_exits", with_exits, std::move(params));
+}
+
+PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vector<NewRow>& rows)
+{
+    // No join against the table: the plan is the same whatever its statistics.
+    static const std::string sql =
+        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
+        " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
+        " crawl_id, snapshot_id, archive_result_id)"
+        " SELECT r.id, r.machine_id, r.parent_id, r.process_type, 'queued', r.cmd, r.env, r.pwd,"
+        " r.timeout_s, r.cookie, r.containment, r.cgroup_path, r.stdout_path, r.stderr_path, r.plugin,"
+        " r.hook_name, r.crawl_id, r.snapshot_id, r.archive_result_id"
+        " FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, machine_id text, parent_id uuid, process_type text,"
+        "   cmd jsonb, env jsonb, pwd text, timeout_s double precision, cookie text, containment text,"
+        "   cgroup_path text, stdout_path text, stderr_path text, plugin text, hook_name text, crawl_id uuid,"
+        "   snapshot_id uuid, archive_result_id uuid), " + std::string(k_async_commit);
+    auto json_or_null = [](const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(); };
+    auto out = nlohmann::json::array();
+    for (const auto& row : rows) {
+        out.push_back({{"id", row.id},
+                       {"machine_id", row.machine_id},
+                       {"parent_id", json_or_null(row.parent_id)},
+                       {"process_type", row.process_type},
+                       {"cmd", row.cmd},
+                       {"env", row.env},
+                       {"pwd", json_or_null(row.pwd)},
+                       {"timeout_s", json_or_null(row.timeout_s)},
+                       {"cookie", json_or_null(row.cookie)},
+                       {"containment", json_or_null(row.containment)},
+                       {"cgroup_path", json_or_null(row.cgroup_path)},
+                       {"stdout_path", json_or_null(row.stdout_path)},
+                       {"stderr_path", json_or_null(row.stderr_path)},
+                       {"plugin", json_or_null(row.plugin)},
+                       {"hook_name", json_or_null(row.hook_name)},
+                       {"crawl_id", json_or_null(row.crawl_id)},
+                       {"snapshot_id", json_or_null(row.snapshot_id)},
+                       {"archive_result_id", json_or_null(row.archive_result_id)}});
+    }
+    return PendingStatement(conn, "process_table.insert_queued_rows", sql,
+                            {out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
 PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
@@ -259,16 +302,17 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 }
 
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
-                  std::chrono::microseconds since_spawn)
+                  std::chrono::microseconds since_spawn, const std::optional<std::string>& cgroup_path)
 {
     const auto pidfs_ino = text(identity.pidfs_ino);
     exec_autocommit(conn, "process_table.mark_running",
                     std::string("UPDATE process SET status = 'running',"
                                 " started_at = now() - make_interval(secs => $7), heartbeat_at = now(),"
-                                " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6 FROM ") +
+                                " pid = $2, boot_id = $3, start_ticks = $4, pidfs_ino = $5, pgid = $6,"
+                                " cgroup_path = coalesce($8, cgroup_path) FROM ") +
                     k_async_commit + " WHERE id = $1",
                     id, identity.pid, identity.boot_id, std::to_string(identity.start_ticks), param(pidfs_ino),
-                    pgid, static_cast<double>(since_spawn.count()) / 1e6);
+                    pgid, static_cast<double>(since_spawn.count()) / 1e6, param(cgroup_path));
 }
 
 PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)

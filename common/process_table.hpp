@@ -70,6 +70,9 @@ struct HeldExit {
     std::chrono::steady_clock::time_point spawned;
     std::chrono::steady_clock::time_point ended;
     EndRecord end;
+    // With the identity: the cgroup leaf it ran in, for a row inserted before
+    // its leaf was chosen (Supervisor::reserve). NULL keeps the row's.
+    std::optional<std::string> cgroup_path;
 };
 
 // `exits` as the JSON array that exits_update() reads. Times become "seconds
@@ -88,6 +91,9 @@ std::string exits_update(const std::string& param);
 // the statement is finished).
 [[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row,
                                                   const std::vector<HeldExit>& exits = {});
+// INSERTs every row with status 'queued' in one statement (rows reserved for
+// launches to come: Supervisor::reserve).
+[[nodiscard]] PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vector<NewRow>& rows);
 // Writes the held exits in `exits` (exits_json).
 [[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits);
 // Writes one held exit, as exits_update() would, by key and plain parameters:
@@ -98,8 +104,10 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
 // queued -> running with its OS identity.
 // `since_spawn`: how long ago the process started (started_at = now() minus that;
 // the database's clock stays the only one in the row).
+// `cgroup_path`, when set, replaces the row's (a reserved row learns its leaf here).
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
-                  std::chrono::microseconds since_spawn = std::chrono::microseconds(0));
+                  std::chrono::microseconds since_spawn = std::chrono::microseconds(0),
+                  const std::optional<std::string>& cgroup_path = std::nullopt);
 // -> exited, ended_at = now(). Overwrites an earlier end record (a teardown
 // may refine the reason recorded when the leader exited) but keeps a recorded
 // exit code when `end.exit_code` is empty.

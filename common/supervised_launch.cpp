@@ -16,11 +16,57 @@ namespace orch {
 
 using Clock = std::chrono::steady_clock;
 
+process_table::NewRow Supervisor::queued_row(const LaunchRequest& request, const std::string& row_id,
+                                             const std::string& cookie,
+                                             const std::map<std::string, std::string>& env) const
+{
+    const auto base = (request.log_dir / (request.name + "." + row_id)).string();
+    process_table::NewRow row;
+    row.id = row_id;
+    row.machine_id = m_options.machine_id;
+    row.parent_id = m_self_id;
+    row.process_type = request.process_type;
+    row.cmd = redact_command_line(request.argv);
+    row.env = redacted(env);
+    row.pwd = request.pwd.string();
+    row.timeout_s = request.timeout_s;
+    row.cookie = cookie;
+    row.containment = std::string(to_string(m_containment.mode()));
+    row.stdout_path = base + ".stdout.log";
+    row.stderr_path = base + ".stderr.log";
+    row.plugin = request.plugin;
+    row.hook_name = request.hook_name;
+    row.crawl_id = request.crawl_id;
+    row.snapshot_id = request.snapshot_id;
+    row.archive_result_id = request.archive_result_id;
+    return row;
+}
+
 LaunchResult Supervisor::launch(const LaunchRequest& request)
 {
     LaunchResult result;
     result.row_id = request.row_id.empty() ? random_uuid() : request.row_id;
-    const std::string cookie = random_uuid();
+    // A row reserved earlier is already written (queued): no statement here.
+    const auto reservation = request.row_id.empty() ? m_reservations.end() : m_reservations.find(request.row_id);
+    const bool reserved = reservation != m_reservations.end();
+    const std::string cookie = reserved ? reservation->second : random_uuid();
+    if (reserved) {
+        m_reservations.erase(reservation);
+    }
+    try {
+        return launch_row(request, result, cookie, reserved);
+    } catch (...) {
+        if (reserved && m_trees.count(result.row_id) == 0) {
+            // Its row exists: it must not stay queued for a process that never came.
+            hold_unstarted(result.row_id, "spawn_failed", "the launch failed before its spawn");
+        }
+        throw;
+    }
+}
+
+LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult result, const std::string& cookie,
+                                    bool reserved)
+{
     const auto env = child_environment(request.env, cookie);
     const auto base = request.log_dir / (request.name + "." + result.row_id);
     const std::filesystem::path stdout_path = base.string() + ".stdout.log";
@@ -34,29 +80,23 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     } else if (m_containment.uses_cgroups()) {
         leaf = m_containment.create_leaf(m_self_id, result.row_id);
     }
-    process_table::NewRow row;
-    row.id = result.row_id;
-    row.machine_id = m_options.machine_id;
-    row.parent_id = m_self_id;
-    row.process_type = request.process_type;
-    row.cmd = redact_command_line(request.argv);
-    row.env = redacted(env);
-    row.pwd = request.pwd.string();
-    row.timeout_s = request.timeout_s;
-    row.cookie = cookie;
-    row.containment = std::string(to_string(m_containment.mode()));
+    std::optional<std::string> leaf_path;
     if (leaf) {
-        row.cgroup_path = leaf->path().string();
+        leaf_path = leaf->path().string();
     }
-    row.stdout_path = stdout_path.string();
-    row.stderr_path = stderr_path.string();
-    row.plugin = request.plugin;
-    row.hook_name = request.hook_name;
-    row.crawl_id = request.crawl_id;
-    row.snapshot_id = request.snapshot_id;
-    row.archive_result_id = request.archive_result_id;
-    // Hook exits held until now travel with this insert.
-    auto insert = process_table::send_insert_queued(m_conn, row, std::exchange(m_held_exits, {}));
+    std::optional<PendingStatement> insert;
+    if (!reserved) {
+        auto row = queued_row(request, result.row_id, cookie, env);
+        row.cgroup_path = leaf_path;
+        // Hook exits held until now travel with this insert.
+        insert.emplace(process_table::send_insert_queued(m_conn, row, std::exchange(m_held_exits, {})));
+    }
+    auto finish_insert = [&insert] {
+        if (insert) {
+            insert->finish();
+            insert.reset();
+        }
+    };
     // A hook in a cgroup leaf starts while its row commits: the server works
     // on the row while we write cmd.sh, open the log files and the child execs
     // (sent before that work, the insert wakes the server on the idle core).
@@ -68,7 +108,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     // itself before the row would have committed.
     const bool row_first = !(leaf && request.process_type == "hook");
     if (row_first) {
-        insert.finish();
+        finish_insert();
     }
     try {
         write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
@@ -92,7 +132,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     spec.cgroup_procs_fd = leaf ? leaf->procs_fd() : -1;
     auto spawned = spawn_process(spec);
     if (auto* failure = std::get_if<SpawnFailure>(&spawned)) {
-        insert.finish();
+        finish_insert();
         log::warn("spawn failed", {{"process", result.row_id}, {"name", request.name}, {"error", failure->message}});
         process_table::mark_exited(m_conn, result.row_id, {std::nullopt, std::nullopt, "spawn_failed", {}, failure->message});
         result.failure = *failure;
@@ -101,7 +141,7 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     auto& child = std::get<Spawned>(spawned);
     if (!row_first) {
         try {
-            insert.finish();
+            finish_insert();
         } catch (const std::exception& e) {
             // No row, no supervision: the hook must not outlive this call.
             log::warn("row not written: stopping the hook", {{"process", result.row_id}, {"error", e.what()}});
@@ -122,9 +162,11 @@ LaunchResult Supervisor::launch(const LaunchRequest& request)
     identity.pidfs_ino = child.pidfd.inode();
     identity.cookie = cookie;
     if (request.process_type == "hook") {
-        m_pending_running[result.row_id] = PendingRunning{identity, child.pgid, Clock::now()};
+        m_pending_running[result.row_id] =
+            PendingRunning{identity, child.pgid, Clock::now(), reserved ? leaf_path : std::nullopt};
     } else {
-        process_table::mark_running(m_conn, result.row_id, identity, child.pgid);
+        process_table::mark_running(m_conn, result.row_id, identity, child.pgid, std::chrono::microseconds(0),
+                                    reserved ? leaf_path : std::nullopt);
     }
 
     SweepTarget sweep{cookie, child.pgid, identity.start_ticks};

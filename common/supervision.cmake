@@ -16,6 +16,7 @@ target_sources(common PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/supervised_tree.cpp
   ${CMAKE_CURRENT_LIST_DIR}/supervisor.cpp
   ${CMAKE_CURRENT_LIST_DIR}/supervised_launch.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/launch_reservation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/deferred_running.cpp
   ${CMAKE_CURRENT_LIST_DIR}/teardown.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recovery.cpp)

@@ -96,6 +96,7 @@ Supervisor::~Supervisor()
                       {{"count", std::to_string(m_trees.size())}});
             teardown();
         }
+        release_reservations();
         write_held_exits();
         m_trees.clear();
         m_spare_leaves.clear();

@@ -116,6 +116,20 @@ public:
     // with end_reason spawn_failed). Blocks only for the spawn itself.
     LaunchResult launch(const LaunchRequest& request);
 
+    // Inserts the queued rows of processes to be launched later, all in one
+    // statement: a snapshot's hooks cost one row write, not one per hook. Gives
+    // every request without a row_id a new one; launch() of a request with the
+    // same row_id (and the same argv and env) then starts it without a
+    // statement of its own, and its leaf is recorded with its identity. Rows
+    // never launched are closed with end_reason not_started by
+    // release_reservations() (and the destructor); a launch that fails before
+    // its spawn closes its row as spawn_failed. Blocks for one round trip.
+    // Throws what libpqxx throws (nothing is reserved then).
+    void reserve(std::vector<LaunchRequest>& requests);
+    // Closes every reserved row not launched (not_started; the exits are held
+    // like a hook's). Never touches the database itself.
+    void release_reservations();
+
     // Foreground wait: blocks until the process exits, or until `timeout`
     // (default: the request's timeout_s; none = forever) when it escalates:
     // SIGTERM+SIGCONT to the leader, `grace` (default teardown_grace), then
@@ -172,6 +186,14 @@ public:
     const std::string& self_row_id() const noexcept { return m_self_id; }
 
 private:
+    // The queued row of `request` as row `row_id`, its child's environment
+    // `env` (child_environment with its cookie `cookie`); no cgroup leaf:
+    // launch() adds the one it picks.
+    process_table::NewRow queued_row(const LaunchRequest& request, const std::string& row_id,
+                                     const std::string& cookie, const std::map<std::string, std::string>& env) const;
+    // launch() once the row id and cookie are settled; `reserved`: the row exists.
+    LaunchResult launch_row(const LaunchRequest& request, LaunchResult result, const std::string& cookie,
+                            bool reserved);
     SupervisedTree* find(const std::string& row_id);
     void track(std::unique_ptr<SupervisedTree> tree);
     void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
@@ -217,6 +239,7 @@ private:
         ProcessIdentity identity;
         pid_t pgid = 0;
         std::chrono::steady_clock::time_point spawned;
+        std::optional<std::string> cgroup_path; // a reserved row's leaf, recorded with the identity
     };
     std::map<std::string, PendingRunning> m_pending_running;
     // Short enough that a dashboard hardly sees a running hook as queued, long
@@ -224,6 +247,11 @@ private:
     static constexpr std::chrono::milliseconds k_running_write_delay{50};
     // Writes the deferred running rows that are due.
     void flush_due_running();
+    // Rows inserted by reserve() and not launched yet: row id -> the cookie the
+    // row records (the launched process must carry it).
+    std::map<std::string, std::string> m_reservations;
+    // Holds the exit of a reserved row that never started.
+    void hold_unstarted(const std::string& row_id, const std::string& end_reason, const std::string& error);
     // Exits held back (see take_held_exits), oldest first, at most one per row.
     std::vector<process_table::HeldExit> m_held_exits;
     // Sends every held exit as m_in_flight once the oldest is due.

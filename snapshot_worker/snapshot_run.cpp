@@ -49,9 +49,31 @@ std::size_t SnapshotRun::running_foreground() const
         std::count_if(m_running.begin(), m_running.end(), [](const auto& kv) { return !kv.second.background; }));
 }
 
+void SnapshotRun::reserve_rows(const std::vector<PlannedHook>& hooks)
+{
+    std::vector<const PlannedHook*> planned;
+    std::vector<LaunchRequest> requests;
+    for (const auto& hook : hooks) {
+        if (!hook.hook.problem.empty()) {
+            continue;
+        }
+        try {
+            requests.push_back(launch_request(hook, hook.hook.background));
+            planned.push_back(&hook);
+        } catch (const std::exception&) {
+            // launch() meets the same error and records the hook as failed.
+        }
+    }
+    m_supervisor.reserve(requests);
+    for (std::size_t i = 0; i < planned.size(); ++i) {
+        m_reserved[planned[i]] = std::move(requests[i]);
+    }
+}
+
 ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
 {
     try {
+        reserve_rows(hooks);
         std::size_t i = 0;
         while (i < hooks.size() && !m_stopping) {
             // One step: every hook with the same step number.
@@ -93,6 +115,8 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
                 collect_finished();
             }
         }
+        // Rows of hooks a stop kept from starting are closed (not_started).
+        m_supervisor.release_reservations();
         if (m_stopping) {
             stop_everything(true);
             // Before the caller gives the lease back: what finished stays finished.
@@ -114,6 +138,7 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
         return ExitCode::ok;
     } catch (const LeaseLost&) {
         // Not ours any more: stop our hooks without writing results.
+        m_supervisor.release_reservations();
         m_supervisor.teardown({}, m_ctx.teardown_grace);
         m_running.clear();
         throw;
@@ -128,7 +153,14 @@ void SnapshotRun::launch(const PlannedHook& planned, bool background)
     }
     LaunchResult result;
     try {
-        result = m_supervisor.launch(launch_request(planned, background));
+        const auto reserved = m_reserved.find(&planned);
+        if (reserved != m_reserved.end()) {
+            auto request = std::move(reserved->second);
+            m_reserved.erase(reserved);
+            result = m_supervisor.launch(request);
+        } else {
+            result = m_supervisor.launch(launch_request(planned, background));
+        }
     } catch (const LeaseLost&) {
         throw;
     } catch (const pqxx::failure&) {

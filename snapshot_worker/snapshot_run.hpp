@@ -62,8 +62,12 @@ private:
     // Starts a hook, or records it failed when it cannot start (a hook problem,
     // its directory, its spawn); rethrows LeaseLost and database errors.
     void launch(const PlannedHook& planned, bool background);
-    // Creates the hook's directory; throws when that or its argv is impossible.
+    // Throws when its argv is impossible.
     LaunchRequest launch_request(const PlannedHook& planned, bool background) const;
+    // Builds the launch request of every hook that can start and writes all
+    // their rows in one statement (Supervisor::reserve); a hook whose request
+    // cannot be built is left to launch() to record as failed.
+    void reserve_rows(const std::vector<PlannedHook>& hooks);
     void wait_for_events(std::chrono::steady_clock::time_point until);
     void collect_finished();
     void finish(const std::string& row_id, const ProcessOutcome& outcome);
@@ -81,6 +85,8 @@ private:
     StopSignals& m_stop;
     const UrlFilter& m_filter;
     std::map<std::string, Running> m_running; // by process row id
+    // Requests whose rows reserve_rows() wrote, by hook; launch() takes them.
+    std::map<const PlannedHook*, LaunchRequest> m_reserved;
     bool m_stopping = false;
 };
 

@@ -3,9 +3,11 @@
 #include "common/proc_sweep.hpp"
 #include "common/process_identity.hpp"
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 
+#include <poll.h>
 #include <unistd.h>
 
 namespace orch::test {
@@ -14,6 +16,32 @@ namespace {
 std::atomic<int> g_scope_counter{0};
 
 } // namespace
+
+bool run_events_until(Supervisor& sup, const std::function<bool()>& done, std::set<std::string>& finished)
+{
+    return eventually([&] {
+        pollfd p{sup.epoll_fd(), POLLIN, 0};
+        ::poll(&p, 1, 20);
+        sup.process_events();
+        for (const auto& outcome : sup.take_finished()) {
+            finished.insert(outcome.row_id);
+        }
+        return done();
+    });
+}
+
+bool until_finished(Supervisor& sup, const std::set<std::string>& row_ids)
+{
+    std::set<std::string> finished;
+    return run_events_until(
+        sup, [&] { return std::includes(finished.begin(), finished.end(), row_ids.begin(), row_ids.end()); },
+        finished);
+}
+
+bool until_finished(Supervisor& sup, const std::string& row_id)
+{
+    return until_finished(sup, std::set<std::string>{row_id});
+}
 
 SupervisionFixture::SupervisionFixture()
     : conn(db.connect()), machine(detect_machine(std::nullopt)), dir("sup"),

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -35,6 +36,13 @@ struct SupervisionFixture {
 bool eventually(const std::function<bool()>& condition,
                 std::chrono::milliseconds timeout = std::chrono::milliseconds(10000));
 
+// Runs the supervisor's events, as an owner's loop does, until `done` holds
+// (false after 10 s); the rows of the trees that ended on their own meanwhile
+// are added to `finished`.
+bool run_events_until(Supervisor& sup, const std::function<bool()>& done, std::set<std::string>& finished);
+// Runs the supervisor's events until every one of `row_ids` has ended on its own.
+bool until_finished(Supervisor& sup, const std::set<std::string>& row_ids);
+bool until_finished(Supervisor& sup, const std::string& row_id);
 bool pid_alive(pid_t pid);                 // exists and is not a zombie
 int zombie_children();                     // zombies whose parent is this process
 int open_fd_count();                       // entries in /proc/self/fd

@@ -7,49 +7,13 @@
 
 #include <catch2/catch.hpp>
 
-#include <algorithm>
 #include <csignal>
-#include <functional>
 #include <set>
-
-#include <poll.h>
 
 using namespace orch;
 using namespace orch::test;
 using namespace std::chrono_literals;
 
-namespace {
-
-// Runs the supervisor's events, as an owner's loop does, until `done` holds; the
-// rows of the trees that ended on their own meanwhile are added to `finished`.
-void run_events_until(Supervisor& sup, const std::function<bool()>& done, std::set<std::string>& finished)
-{
-    REQUIRE(eventually([&] {
-        pollfd p{sup.epoll_fd(), POLLIN, 0};
-        ::poll(&p, 1, 20);
-        sup.process_events();
-        for (const auto& outcome : sup.take_finished()) {
-            finished.insert(outcome.row_id);
-        }
-        return done();
-    }));
-}
-
-// Runs the supervisor's events until every one of `row_ids` has finished on its own.
-void until_finished(Supervisor& sup, const std::set<std::string>& row_ids)
-{
-    std::set<std::string> finished;
-    run_events_until(
-        sup, [&] { return std::includes(finished.begin(), finished.end(), row_ids.begin(), row_ids.end()); },
-        finished);
-}
-
-void until_finished(Supervisor& sup, const std::string& row_id)
-{
-    until_finished(sup, std::set<std::string>{row_id});
-}
-
-} // namespace
 
 TEST_CASE("a held exit travels with the next launch's insert: identity - exit code - tails without NUL", "[supervisor]")
 {
@@ -59,7 +23,7 @@ TEST_CASE("a held exit travels with the next launch's insert: identity - exit co
     Supervisor sup(*fx.conn, options);
     const auto first = sup.launch(fx.request({"sh", "-c", "printf 'a\\000b' >&2; exit 4"}));
     REQUIRE(first.started());
-    until_finished(sup, first.row_id);
+    REQUIRE(until_finished(sup, first.row_id));
     CHECK(fx.column(first.row_id, "status") == "queued");
 
     const auto next = sup.launch(fx.request({"sleep", "5"}));
@@ -89,7 +53,7 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
     {
         Supervisor sup(*fx.conn, options);
         const auto handed = sup.launch(fx.request({"true"}));
-        until_finished(sup, handed.row_id);
+        REQUIRE(until_finished(sup, handed.row_id));
         const auto exits = sup.take_held_exits();
         CHECK(sup.take_held_exits() == "[]");
         CHECK(fx.column(handed.row_id, "status") == "queued");
@@ -103,7 +67,7 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
         CHECK(fx.column(handed.row_id, "pid") == std::to_string(handed.pid));
 
         const auto left = sup.launch(fx.request({"true"}));
-        until_finished(sup, left.row_id);
+        REQUIRE(until_finished(sup, left.row_id));
         late = left.row_id;
         CHECK(fx.column(late, "status") == "queued");
     }
@@ -114,7 +78,7 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
     const auto timed = sup.launch(fx.request({"sh", "-c", "exit 7"}));
     // The supervisor's timer wakes the owner's loop when the exit is due.
     std::set<std::string> finished;
-    run_events_until(sup, [&] { return fx.column(timed.row_id, "status") == "exited"; }, finished);
+    REQUIRE(run_events_until(sup, [&] { return fx.column(timed.row_id, "status") == "exited"; }, finished));
     CHECK(fx.column(timed.row_id, "exit_code") == "7");
 }
 
@@ -146,7 +110,7 @@ TEST_CASE("a launch writes its predecessor's exit by key - even with a plan cach
     auto run_one = [&] {
         const auto launched = sup.launch(fx.request({"true"}));
         REQUIRE(launched.started());
-        until_finished(sup, launched.row_id);
+        REQUIRE(until_finished(sup, launched.row_id));
         rows.push_back(launched.row_id);
     };
     for (int i = 0; i < 10; ++i) {
@@ -182,9 +146,9 @@ TEST_CASE("a launch carries the exit of a hook already recorded running - keepin
     const auto slow = sup.launch(fx.request({"sh", "-c", "sleep 0.3; exit 5"}));
     REQUIRE(slow.started());
     std::set<std::string> finished;
-    run_events_until(sup, [&] { return fx.column(slow.row_id, "status") == "running"; }, finished);
+    REQUIRE(run_events_until(sup, [&] { return fx.column(slow.row_id, "status") == "running"; }, finished));
     const auto started_at = fx.column(slow.row_id, "started_at");
-    run_events_until(sup, [&] { return finished.count(slow.row_id) == 1; }, finished);
+    REQUIRE(run_events_until(sup, [&] { return finished.count(slow.row_id) == 1; }, finished));
     CHECK(fx.column(slow.row_id, "status") == "running");
 
     const auto next = sup.launch(fx.request({"sleep", "5"}));
@@ -208,7 +172,7 @@ TEST_CASE("a launch carries every exit held since the last write", "[supervisor]
     const auto b = sup.launch(fx.request({"sh", "-c", "kill -TERM $$"}));
     REQUIRE(a.started());
     REQUIRE(b.started());
-    until_finished(sup, {a.row_id, b.row_id});
+    REQUIRE(until_finished(sup, {a.row_id, b.row_id}));
     CHECK(fx.column(a.row_id, "status") == "queued");
     CHECK(fx.column(b.row_id, "status") == "queued");
 

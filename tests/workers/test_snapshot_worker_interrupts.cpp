@@ -88,6 +88,10 @@ TEST_CASE("snapshot_worker: a worker whose lease is taken away stops writing - t
     CHECK(r["on_Snapshot__20_after.sh"].status == "queued");
     CHECK(f.scalar("SELECT status || '/' || lease_owner FROM snapshot WHERE id = $1", {snap}) == "started/" + thief);
     CHECK_FALSE(has_line(runs, "after"));
+    // The row reserved for the hook that never ran is closed, not left queued.
+    CHECK(f.scalar("SELECT status || '/' || end_reason || '/' || (pid IS NULL) FROM process "
+                   "WHERE hook_name LIKE '%on_Snapshot__20_after.sh'") == "exited/not_started/true");
+    CHECK(f.scalar("SELECT count(*) FROM process WHERE status <> 'exited'") == "0");
     auto left = f.wait_no_leftovers();
     INFO(::Catch::Detail::stringify(left));
     CHECK(left.empty());
@@ -184,6 +188,9 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - 
     CHECK_THAT(r["on_Snapshot__20_slow.sh"].error, Catch::Contains("interrupted"));
     CHECK(r["on_Snapshot__30_after.sh"].status == "queued");
     CHECK_FALSE(has_line(runs, "after"));
+    // Its row, written with the others' before the first hook ran, is closed as never started.
+    CHECK(f.scalar("SELECT status || '/' || end_reason || '/' || (pid IS NULL) FROM process "
+                   "WHERE hook_name LIKE '%on_Snapshot__30_after.sh'") == "exited/not_started/true");
     CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (lease_expires_at IS NULL) "
                    "FROM snapshot WHERE id = $1",
                    {snap}) == "started/true/true");
