@@ -55,7 +55,7 @@ public:
         m_registry.describe("orchestrator_process_spawns_total", Type::counter, "Processes started on this machine.");
         m_registry.describe("orchestrator_process_exits_total", Type::counter,
                             "Processes of this machine that ended, by outcome (ok, failed, killed, timed_out, lost, "
-                            "spawn_failed, unknown).");
+                            "spawn_failed, not_started, unknown).");
         m_registry.describe("orchestrator_process_duration_seconds", Type::histogram,
                             "Runtime of processes of this machine that ended.",
                             {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600});

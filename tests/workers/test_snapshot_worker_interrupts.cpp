@@ -191,6 +191,8 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - 
     // Its row, written with the others' before the first hook ran, is closed as never started.
     CHECK(f.scalar("SELECT status || '/' || end_reason || '/' || (pid IS NULL) FROM process "
                    "WHERE hook_name LIKE '%on_Snapshot__30_after.sh'") == "exited/not_started/true");
+    CHECK(f.scalar("SELECT outcome FROM ops.process_exits WHERE hook_name LIKE '%on_Snapshot__30_after.sh'") ==
+          "not_started");
     CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (lease_expires_at IS NULL) "
                    "FROM snapshot WHERE id = $1",
                    {snap}) == "started/true/true");
