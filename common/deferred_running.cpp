@@ -92,9 +92,9 @@ void Supervisor::send_held_exits()
     m_in_flight.emplace(process_table::send_write_exits(m_conn, take_held_exits()));
 }
 
-std::string Supervisor::take_held_exits()
+std::vector<process_table::HeldExit> Supervisor::take_held_exits()
 {
-    return process_table::exits_json(std::exchange(m_held_exits, {}));
+    return std::exchange(m_held_exits, {});
 }
 
 void Supervisor::write_held_exits()

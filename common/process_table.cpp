@@ -271,11 +271,45 @@ PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
     return PendingStatement(conn, "process_table.write_exit", sql, exit_params(exit));
 }
 
-PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits)
+std::string exits_ctes(std::size_t count, int first)
 {
-    static const std::string sql =
-        "WITH ended AS (" + exits_update("$1") + ") SELECT 1 FROM " + std::string(k_async_commit);
-    return send_autocommit(conn, "process_table.write_exits", sql, exits);
+    if (count > k_max_keyed_exits) {
+        return "ended AS (" + exits_update("$" + std::to_string(first)) + "), ";
+    }
+    std::string ctes;
+    const int per_exit = static_cast<int>(exit_params(HeldExit{}).size());
+    for (std::size_t i = 0; i < count; ++i) {
+        const int id = first + static_cast<int>(i) * per_exit;
+        ctes += fmt::format("ended{} AS (UPDATE process p SET {} WHERE p.id = ${}::uuid), ", i + 1,
+                            exit_assignments_from(id + 1), id);
+    }
+    return ctes;
+}
+
+std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldExit>& exits)
+{
+    if (exits.size() > k_max_keyed_exits) {
+        return {exits_json(exits)};
+    }
+    std::vector<std::optional<std::string>> params;
+    for (const auto& exit : exits) {
+        auto one = exit_params(exit);
+        params.insert(params.end(), one.begin(), one.end());
+    }
+    return params;
+}
+
+std::string exits_variant(std::size_t count)
+{
+    return count > k_max_keyed_exits ? "json" : "e" + std::to_string(count);
+}
+
+PendingStatement send_write_exits(pqxx::connection& conn, const std::vector<HeldExit>& exits)
+{
+    const std::string sql = "WITH " + exits_ctes(exits.size(), 1) + "done AS (SELECT 1) SELECT 1 FROM done, " +
+                            std::string(k_async_commit);
+    return PendingStatement(conn, "process_table.write_exits." + exits_variant(exits.size()), sql,
+                            exits_parameters(exits));
 }
 
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)

@@ -85,6 +85,21 @@ std::string exits_json(const std::vector<HeldExit>& exits);
 // recorded exit code, signal, tail and ended_at that it does not carry itself.
 std::string exits_update(const std::string& param);
 
+// Up to this many exits are written by their keys (one UPDATE ... WHERE id = $n
+// each), more through the JSON form of exits_update().
+inline constexpr std::size_t k_max_keyed_exits = 4;
+// The data-modifying CTEs writing `count` exits whose parameters
+// (exits_parameters) start at `$first`, each followed by ", " ("" for none),
+// to place right after a statement's WITH. Keyed up to k_max_keyed_exits:
+// a plan that probes the primary key whatever the table's statistics; a join
+// against a JSON set, planned while the table was young and cached, hashes a
+// sequential scan of the whole table until the next analyse.
+std::string exits_ctes(std::size_t count, int first);
+// The parameters of exits_ctes(exits.size(), ...), in order.
+std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldExit>& exits);
+// A suffix naming the statement variant exits_ctes(count, ...) makes ("e0".."e4", "json").
+std::string exits_variant(std::size_t count);
+
 // INSERT with status 'queued', with the held `exits` written by the same
 // statement (as exits_update() would). The send_ functions send their statement
 // and return without waiting for it (see PendingStatement: `conn` is busy until
@@ -94,8 +109,8 @@ std::string exits_update(const std::string& param);
 // INSERTs every row with status 'queued' in one statement (rows reserved for
 // launches to come: Supervisor::reserve).
 [[nodiscard]] PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vector<NewRow>& rows);
-// Writes the held exits in `exits` (exits_json).
-[[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::string& exits);
+// Writes the held exits in `exits` (exits_ctes), in one statement.
+[[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::vector<HeldExit>& exits);
 // Writes one held exit, as exits_update() would, by key and plain parameters:
 // a third of the cost of the JSON statement for the one-exit case.
 [[nodiscard]] PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit);

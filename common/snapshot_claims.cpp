@@ -19,8 +19,13 @@ const std::string k_claim_sql = claim_statement("", "", " SELECT id, lease_owner
 } // namespace
 
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit)
+                            const std::string& limit, const std::string& self)
 {
+    // A join with `claimed` (estimated at one row) lets a plan made while the
+    // process table was young and cached on the connection scan the whole table
+    // for the one row; a key parameter is always an index probe.
+    const std::string pointed_row =
+        self.empty() ? "p.id = c.lease_owner" : fmt::format("p.id = {}::uuid AND c.lease_owner = p.id", self);
     return fmt::format(
         "WITH {}picked AS ("
         "  SELECT s.id FROM snapshot s "
@@ -49,9 +54,9 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         // exited since the last vacuum left behind (hundreds of buffer reads per
         // claim in a busy crawl). `IS TRUE` keeps the meaning and not the match.
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
-        "            WHERE p.id = c.lease_owner AND (p.status <> 'exited') IS TRUE)"
+        "            WHERE {} AND (p.status <> 'exited') IS TRUE)"
         "{}",
-        leading_ctes, gate, limit, k_async_commit, select);
+        leading_ctes, gate, limit, k_async_commit, pointed_row, select);
 }
 
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,

@@ -60,8 +60,11 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 // CTEs of its own (", name AS (...) SELECT ..."); `limit` is how many rows
 // to pick, cardinality($3::uuid[]) for one per owner. A literal limit lets the
 // server keep the statement's generic plan (see seal_and_claim_next).
+// `self` ("$8"), when the one owner is the claiming process itself: its row is
+// then pointed at the claimed snapshot by that key (an index probe whatever the
+// statistics), not by a join with `claimed`.
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit);
+                            const std::string& limit, const std::string& self = "");
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
                                           const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                           const ClaimScope& scope);

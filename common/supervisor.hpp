@@ -171,10 +171,10 @@ public:
     // deferred running write's: a held exit lost with us leaves its row
     // queued or running, and recovery closes it.
     //
-    // Hands the held exits over as the JSON parameter of
-    // process_table::exits_update(), for the owner's own statement to write
-    // (a snapshot's seal); the supervisor forgets them. "[]" when none.
-    std::string take_held_exits();
+    // Hands the held exits over (process_table::exits_ctes and
+    // exits_parameters write them) for the owner's own statement to write (a
+    // snapshot's seal); the supervisor forgets them.
+    std::vector<process_table::HeldExit> take_held_exits();
     // Writes every held exit now: one round trip when there are any.
     // Throws what libpqxx throws.
     void write_held_exits();

@@ -225,21 +225,21 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
 
 namespace {
 
-// The seal of `snapshot` held by `owner` (parameter references), as CTEs
-// `ended` (the supervisor's held hook exits in `exits`, written whatever
-// becomes of the seal: they are facts about our processes, not about the
-// snapshot), `held`, `counts`, `sealed`, `recorded`: the outcome is derived from the
-// stored results and those still held (`writes`, a JSON array parameter; the
-// CTEs all see the rows as they were before the statement, and we hold the
-// lease: nobody else writes them meanwhile). The held results are written only
-// if the seal happened, which is their fence: the snapshot row, updated by
-// `sealed` in this very statement, cannot be locked again by it. The
+// The seal of `snapshot` held by `owner` (parameter references), as CTEs: the
+// supervisor's held hook exits (`exits`, process_table::exits_ctes: written
+// whatever becomes of the seal, they are facts about our processes, not about
+// the snapshot), `held`, `counts`, `sealed`, `recorded`: the outcome is derived
+// from the stored results and those still held (`writes`, a JSON array
+// parameter; the CTEs all see the rows as they were before the statement, and
+// we hold the lease: nobody else writes them meanwhile). The held results are
+// written only if the seal happened, which is their fence: the snapshot row,
+// updated by `sealed` in this very statement, cannot be locked again by it. The
 // async-commit setting sits in the sealing UPDATE, which always runs.
 std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
                       const std::string& exits)
 {
     return fmt::format(
-        "ended AS ({5}), "
+        "{5}"
         "held AS (SELECT * FROM {3}), "
         "counts AS (SELECT count(*) FILTER (WHERE coalesce(w.status, a.status) = 'failed') AS failed, "
         "           count(*) AS total "
@@ -254,7 +254,25 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome), "
         "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
         "  AND EXISTS (SELECT 1 FROM sealed))",
-        snapshot, owner, k_async_commit, held_writes(writes), k_write_held, process_table::exits_update(exits));
+        snapshot, owner, k_async_commit, held_writes(writes), k_write_held, exits);
+}
+
+// Runs the variant of a seal statement for `exits` (its name suffixed with the
+// variant: each is prepared once per connection), the fixed parameters first.
+pqxx::result exec_seal(pqxx::connection& conn, const std::string& name, const std::string& sql,
+                       std::vector<std::optional<std::string>> params,
+                       const std::vector<process_table::HeldExit>& exits)
+{
+    const auto more = process_table::exits_parameters(exits);
+    params.insert(params.end(), more.begin(), more.end());
+    std::vector<const char*> values;
+    for (const auto& p : params) {
+        values.push_back(p ? p->c_str() : nullptr);
+    }
+    const auto variant = name + "." + process_table::exits_variant(exits.size());
+    conn.prepare(variant, sql);
+    pqxx::nontransaction tx(conn);
+    return tx.exec_prepared(variant, pqxx::prepare::make_dynamic_params(values));
 }
 
 } // namespace
@@ -264,16 +282,18 @@ std::string SnapshotStore::held_results()
     return json_text(m_writes.take(ResultWriteBehind::Clock::time_point::max()));
 }
 
-std::string SnapshotStore::seal(const std::string& exits)
+std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exits)
 {
-    static const std::string sql = "WITH " + seal_ctes("$1", "$2", "$3", "$4") + " SELECT outcome FROM sealed";
-    auto r = exec_autocommit(m_conn, "snapshot_store.seal", sql, m_snapshot_id, m_owner, held_results(), exits);
+    const std::string sql =
+        "WITH " + seal_ctes("$1", "$2", "$3", process_table::exits_ctes(exits.size(), 4)) + " SELECT outcome FROM sealed";
+    auto r = exec_seal(m_conn, "snapshot_store.seal", sql, {m_snapshot_id, m_owner, held_results()}, exits);
     require(r, "sealing");
     return r[0][0].as<std::string>();
 }
 
 SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,
-                                                              std::chrono::seconds ttl, const std::string& exits,
+                                                              std::chrono::seconds ttl,
+                                                              const std::vector<process_table::HeldExit>& exits,
                                                               const std::vector<Hook>& hooks)
 {
     // A continuing worker's step between two snapshots in one statement: the
@@ -281,21 +301,24 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // the claimed snapshot gets its results as ensure_results() would make them
     // (the claim in this very statement is their fence). The rows it had already
     // (a retried snapshot) come from the table as it was before the statement,
-    // the new ones from RETURNING.
-    static const std::string sql = claim_statement(
-        seal_ctes("$7", "$8", "$9", "$10") + ", ", "AND EXISTS (SELECT 1 FROM sealed)",
-        ", prepared AS (" + create_results("c.id", "claimed c, ", "$11", "") + "), "
+    // the new ones from RETURNING. Our own process row (the claim's owner, $8)
+    // is pointed at the claimed snapshot by its key.
+    const std::string sql = claim_statement(
+        seal_ctes("$7", "$8", "$9", process_table::exits_ctes(exits.size(), 11)) + ", ",
+        "AND EXISTS (SELECT 1 FROM sealed)",
+        ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
         "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
         "  FROM (SELECT hook_name, id, status FROM prepared "
         "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
         "        JOIN claimed c ON a.snapshot_id = c.id) r) "
         "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
-        "1");
+        "1", "$8");
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
-    auto r = exec_autocommit(m_conn, "snapshot_store.seal_and_claim_next", sql, p[0], p[1], p[2], p[3], p[4], p[5],
-                             m_snapshot_id, m_owner, held_results(), exits, hooks_json(hooks));
+    auto r = exec_seal(m_conn, "snapshot_store.seal_and_claim_next", sql,
+                       {p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(), hooks_json(hooks)},
+                       exits);
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();

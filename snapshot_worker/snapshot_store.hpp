@@ -3,6 +3,7 @@
 #include "common/hook_discovery.hpp"
 #include "common/hook_result.hpp"
 #include "common/output_files.hpp"
+#include "common/process_table.hpp"
 #include "common/snapshot_claims.hpp"
 #include "snapshot_worker/result_write_behind.hpp"
 
@@ -72,7 +73,7 @@ public:
     // point (see snapshot_store.cpp). The same statement writes `exits`, hook
     // exits its supervisor held (Supervisor::take_held_exits), even when the
     // seal finds the lease gone.
-    std::string seal(const std::string& exits = "[]");
+    std::string seal(const std::vector<process_table::HeldExit>& exits = {});
     // What a worker that takes snapshot after snapshot does between two, in one
     // statement: seal() and, only if that sealed, claim_due_snapshots of the
     // crawl's next due snapshot with a free lease for the same owner, fenced on
@@ -85,7 +86,8 @@ public:
         std::map<std::string, ResultState> next_results; // by hook id, when `next` is set
     };
     SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl,
-                                    const std::string& exits = "[]", const std::vector<Hook>& hooks = {});
+                                    const std::vector<process_table::HeldExit>& exits = {},
+                                    const std::vector<Hook>& hooks = {});
 
 private:
     void require(const pqxx::result& r, const char* what) const;

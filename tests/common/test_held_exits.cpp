@@ -54,8 +54,8 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
         Supervisor sup(*fx.conn, options);
         const auto handed = sup.launch(fx.request({"true"}));
         REQUIRE(until_finished(sup, handed.row_id));
-        const auto exits = sup.take_held_exits();
-        CHECK(sup.take_held_exits() == "[]");
+        const auto exits = process_table::exits_json(sup.take_held_exits());
+        CHECK(sup.take_held_exits().empty());
         CHECK(fx.column(handed.row_id, "status") == "queued");
         {
             pqxx::work tx(*fx.conn);
@@ -82,18 +82,6 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
     CHECK(fx.column(timed.row_id, "exit_code") == "7");
 }
 
-namespace {
-
-// Sequential scans of the process table so far, with this backend's counts flushed.
-long long process_seq_scans(pqxx::connection& conn)
-{
-    pqxx::nontransaction tx(conn);
-    tx.exec("SELECT pg_stat_force_next_flush()");
-    tx.exec("SELECT pg_stat_clear_snapshot()");
-    return tx.exec1("SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'process'")[0].as<long long>();
-}
-
-} // namespace
 
 TEST_CASE("a launch writes its predecessor's exit by key - even with a plan cached while the table was young",
           "[supervisor]")
@@ -121,12 +109,12 @@ TEST_CASE("a launch writes its predecessor's exit by key - even with a plan cach
         .exec_params0("INSERT INTO process (machine_id, process_type, status, ended_at) "
                       "SELECT $1, 'hook', 'exited', now() FROM generate_series(1, 5000)",
                       fx.machine.id);
-    const auto scans = process_seq_scans(*fx.conn);
+    const auto scans = seq_scans(*fx.conn, "process");
     for (int i = 0; i < 5; ++i) {
         run_one();
     }
     // The JSON form's cached plan hashed a sequential scan of the table here, once per launch.
-    CHECK(process_seq_scans(*fx.conn) == scans);
+    CHECK(seq_scans(*fx.conn, "process") == scans);
     sup.write_held_exits();
     for (const auto& row : rows) {
         CHECK(fx.column(row, "status") == "exited");

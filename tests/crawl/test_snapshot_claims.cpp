@@ -325,7 +325,7 @@ TEST_CASE("seal and claim next makes the next snapshot's results: new ones queue
 
     SnapshotStore store(*f.conn, first[0].snapshot_id, f.crawl_id);
     store.set_owner(self);
-    auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl, "[]", hooks);
+    auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks);
     REQUIRE(step.next);
     CHECK(step.next->snapshot_id == second);
     REQUIRE(step.next_results.size() == 2);
@@ -344,26 +344,12 @@ TEST_CASE("seal and claim next makes the next snapshot's results: new ones queue
     CHECK(ensured.at("p/on_Snapshot__20_b.sh").id == kept.id);
 
     // Nothing claimed: no results made, and none returned.
-    auto end = next.seal_and_claim_next(f.crawl_owner, k_ttl, "[]", hooks);
+    auto end = next.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks);
     CHECK_FALSE(end.next);
     CHECK(end.next_results.empty());
     CHECK(f.scalar("SELECT count(*) FROM archive_result") == "2");
 }
 
-namespace {
-
-// Uses of an index so far, with this backend's counts flushed.
-long long index_scans(pqxx::connection& conn, const std::string& index)
-{
-    pqxx::nontransaction tx(conn);
-    tx.exec("SELECT pg_stat_force_next_flush()");
-    tx.exec("SELECT pg_stat_clear_snapshot()");
-    return tx.exec1("SELECT coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = " +
-                    conn.quote(index) + "), 0)")[0]
-        .as<long long>();
-}
-
-} // namespace
 
 TEST_CASE("seal and claim next points the worker's row at its next snapshot by key - not through the index of live "
           "rows",
@@ -396,4 +382,83 @@ TEST_CASE("seal and claim next points the worker's row at its next snapshot by k
         held = *step.next;
     }
     CHECK(index_scans(*f.conn, "process_live_idx") == before);
+}
+
+namespace {
+
+// The held exits of three hook rows of `snapshot`, inserted queued under `parent`
+// as a worker reserves them; exit codes 0, 1, 2.
+std::vector<process_table::HeldExit> three_hook_exits(ClaimFixture& f, const std::string& parent,
+                                                      const std::string& snapshot, std::vector<std::string>& rows)
+{
+    std::vector<process_table::HeldExit> exits;
+    const auto now = std::chrono::steady_clock::now();
+    for (int i = 0; i < 3; ++i) {
+        const auto id = random_uuid();
+        f.exec("INSERT INTO process (id, machine_id, parent_id, process_type, status, snapshot_id) VALUES (" +
+               f.quote(id) + ", 'm', " + f.quote(parent) + ", 'hook', 'queued', " + f.quote(snapshot) + ")");
+        process_table::HeldExit exit;
+        exit.id = id;
+        exit.identity = ProcessIdentity{5000 + i, "boot", 100, std::nullopt, std::nullopt};
+        exit.pgid = 5000 + i;
+        exit.spawned = now;
+        exit.ended = now;
+        exit.end = {i, std::nullopt, "exited", std::nullopt, std::nullopt};
+        exit.cgroup_path = "/leaf/" + std::to_string(i);
+        exits.push_back(exit);
+        rows.push_back(id);
+    }
+    return exits;
+}
+
+} // namespace
+
+TEST_CASE("seal and claim next writes its hooks' exits and points the worker's row by key - even with a plan "
+          "cached while the process table was young",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(30);
+    const auto self = random_uuid();
+    f.exec("INSERT INTO machine (id, hostname, boot_id, cpu_count) VALUES ('m', 'h', 'b', 1)");
+    f.exec("INSERT INTO process (id, machine_id, process_type, worker_type, status, pid, started_at) VALUES (" +
+           f.quote(self) + ", 'm', 'worker', 'snapshot', 'running', 4242, now())");
+    auto held = f.first_claim(self);
+    std::vector<std::string> rows;
+    auto step_once = [&] {
+        auto exits = three_hook_exits(f, self, held.snapshot_id, rows);
+        SnapshotStore store(*f.conn, held.snapshot_id, f.crawl_id);
+        store.set_owner(self);
+        auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl, exits);
+        REQUIRE(step.next);
+        CHECK(f.scalar("SELECT snapshot_id FROM process WHERE id = " + f.quote(self)) == step.next->snapshot_id);
+        held = *step.next;
+    };
+    // Past the statement's first five (custom) plans, on a table of a few rows
+    // that was never analysed: its generic plan is cached on the connection.
+    for (int i = 0; i < 8; ++i) {
+        step_once();
+    }
+    // The table grows to thousands of rows, still without statistics.
+    f.exec("INSERT INTO process (machine_id, process_type, status, ended_at) SELECT 'm', 'hook', 'exited', now() "
+           "FROM generate_series(1, 5000)");
+    const auto scans = seq_scans(*f.conn, "process");
+    for (int i = 0; i < 5; ++i) {
+        step_once();
+    }
+    // A join with a JSON set of exits, or with `claimed`, hashed a scan of the whole table here.
+    CHECK(seq_scans(*f.conn, "process") == scans);
+    // The last one sealed alone, with more exits than are written by key.
+    auto exits = three_hook_exits(f, self, held.snapshot_id, rows);
+    auto more = three_hook_exits(f, self, held.snapshot_id, rows);
+    exits.insert(exits.end(), more.begin(), more.end());
+    SnapshotStore last(*f.conn, held.snapshot_id, f.crawl_id);
+    last.set_owner(self);
+    CHECK(last.seal(exits) == "succeeded");
+    CHECK(rows.size() == 15 * 3);
+    for (std::size_t i = 0; i < rows.size(); ++i) {
+        INFO("row " << i);
+        CHECK(f.scalar("SELECT status || '/' || exit_code || '/' || pid || '/' || cgroup_path FROM process WHERE id = " +
+                       f.quote(rows[i])) == "exited/" + std::to_string(i % 3) + "/" + std::to_string(5000 + i % 3) +
+                                                "//leaf/" + std::to_string(i % 3));
+    }
 }

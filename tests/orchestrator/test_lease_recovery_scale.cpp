@@ -16,26 +16,6 @@ namespace {
 
 constexpr int k_history = 20000;
 
-// Scans of a table (or uses of an index) so far, with this backend's counts flushed.
-long long counter(pqxx::connection& conn, const std::string& sql)
-{
-    pqxx::nontransaction tx(conn);
-    tx.exec("SELECT pg_stat_force_next_flush()");
-    tx.exec("SELECT pg_stat_clear_snapshot()");
-    return tx.exec1(sql)[0].as<long long>();
-}
-
-long long seq_scans(pqxx::connection& conn, const std::string& table)
-{
-    return counter(conn, "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = " + conn.quote(table));
-}
-
-long long index_scans(pqxx::connection& conn, const std::string& index)
-{
-    return counter(conn, "SELECT coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = " +
-                             conn.quote(index) + "), 0)");
-}
-
 } // namespace
 
 TEST_CASE("lease recovery reads the leased rows only - not the sealed history", "[orchestrator][recovery][scale]")

@@ -127,4 +127,27 @@ std::filesystem::path source_dir()
     return dir;
 }
 
+namespace {
+
+long long stat_counter(pqxx::connection& conn, const std::string& sql, const std::string& name)
+{
+    pqxx::nontransaction tx(conn);
+    tx.exec("SELECT pg_stat_force_next_flush()");
+    tx.exec("SELECT pg_stat_clear_snapshot()");
+    return tx.exec_params1(sql, name)[0].as<long long>();
+}
+
+} // namespace
+
+long long seq_scans(pqxx::connection& conn, const std::string& table)
+{
+    return stat_counter(conn, "SELECT seq_scan FROM pg_stat_user_tables WHERE relname = $1", table);
+}
+
+long long index_scans(pqxx::connection& conn, const std::string& index)
+{
+    return stat_counter(conn, "SELECT coalesce((SELECT idx_scan FROM pg_stat_user_indexes WHERE indexrelname = $1), 0)",
+                        index);
+}
+
 } // namespace orch::test

@@ -39,4 +39,10 @@ std::filesystem::path program_path(const std::string& name);
 std::filesystem::path bin_path(const std::string& name);
 std::filesystem::path source_dir();
 
+// Sequential scans of `table` (pg_stat_user_tables) and uses of `index`
+// (pg_stat_user_indexes, 0 before its first) so far, with this backend's counts
+// flushed first: a test of a plan reads them before and after.
+long long seq_scans(pqxx::connection& conn, const std::string& table);
+long long index_scans(pqxx::connection& conn, const std::string& index);
+
 } // namespace orch::test
