@@ -2,6 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <ctime>
@@ -109,8 +110,12 @@ void write(Level level, std::string_view message, const Fields& fields)
                 line += fmt::format(" {}={}", k, v);
             }
         };
+        // As in JSON, a field given with the message replaces a context field of that name.
         for (const auto& [k, v] : s.context) {
-            append(k, v);
+            const auto given = std::find_if(fields.begin(), fields.end(), [&k](const auto& f) { return f.first == k; });
+            if (given == fields.end()) {
+                append(k, v);
+            }
         }
         for (const auto& [k, v] : fields) {
             append(k, v);

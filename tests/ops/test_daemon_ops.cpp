@@ -168,28 +168,41 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
     CHECK(with_self >= 2);
 }
 
-TEST_CASE("ops: --log-format json lines of a crawl worker carry its process row id and the crawl id", "[ops]")
+namespace {
+
+// A crawl worker run on a crawl cancelled before it starts (it claims, seals it
+// cancelled and exits 0 without hooks), logging in `format`; returns its stderr
+// and sets `crawl_id`.
+std::string cancelled_crawl_worker_log(const ScratchDatabase& db, const ScratchDir& dir, const std::string& format,
+                                       std::string& crawl_id)
 {
-    ScratchDatabase db;
-    ScratchDir dir("orch-jsonlog-");
-    std::string crawl_id;
     {
         auto conn = db.connect();
         pqxx::work tx(*conn);
-        // Cancelled before it starts: the worker claims, seals it cancelled and exits 0 without hooks.
         crawl_id = tx.exec1("INSERT INTO crawl (urls, cancel_requested_at) VALUES ('{http://a.test/}', now()) "
                             "RETURNING id")[0]
                        .as<std::string>();
         tx.commit();
     }
     auto r = run_command({bin_path("crawl_worker").string(), "--crawl-id", crawl_id, "--database-url", db.url(),
-                          "--data-dir", (dir / "data").string(), "--log-format", "json"});
+                          "--data-dir", (dir / "data").string(), "--log-format", format});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
+    return r.err;
+}
+
+} // namespace
+
+TEST_CASE("ops: --log-format json lines of a crawl worker carry its process row id and the crawl id", "[ops]")
+{
+    ScratchDatabase db;
+    ScratchDir dir("orch-jsonlog-");
+    std::string crawl_id;
+    const auto err = cancelled_crawl_worker_log(db, dir, "json", crawl_id);
     auto conn = db.connect();
     pqxx::read_transaction tx(*conn);
     auto self_id = tx.exec1("SELECT id FROM process WHERE process_type = 'worker'")[0].as<std::string>();
-    std::istringstream lines(r.err);
+    std::istringstream lines(err);
     int n = 0;
     bool sealed = false;
     for (std::string line; std::getline(lines, line); ++n) {
@@ -202,4 +215,29 @@ TEST_CASE("ops: --log-format json lines of a crawl worker carry its process row 
     }
     CHECK(n >= 2);
     CHECK(sealed);
+}
+
+TEST_CASE("ops: a text log line names each field once - a field given with the message replaces the context's", "[ops]")
+{
+    ScratchDatabase db;
+    ScratchDir dir("orch-textlog-");
+    std::string crawl_id;
+    const auto err = cancelled_crawl_worker_log(db, dir, "text", crawl_id);
+    std::istringstream lines(err);
+    int n = 0;
+    bool ready = false;
+    for (std::string line; std::getline(lines, line); ++n) {
+        INFO(line);
+        for (const std::string key : {" self=", " crawl="}) {
+            std::size_t count = 0;
+            for (auto at = line.find(key); at != std::string::npos; at = line.find(key, at + 1)) {
+                ++count;
+            }
+            CHECK(count <= 1);
+        }
+        // The supervisor's own line gives `self` as a field as well as the context does.
+        ready = ready || line.find("supervisor ready") != std::string::npos;
+    }
+    CHECK(n >= 2);
+    CHECK(ready);
 }
