@@ -2,8 +2,10 @@
 
 #include <pqxx/pqxx>
 
+#include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace orch {
 
@@ -33,6 +35,22 @@ pqxx::result exec_autocommit(pqxx::connection& conn, const std::string& name, co
     conn.prepare(name, definition);
     pqxx::nontransaction tx(conn);
     return tx.exec_prepared(name, std::forward<Args>(args)...);
+}
+
+// exec_autocommit with parameters known only at run time, their number too
+// (nullopt = SQL NULL).
+inline pqxx::result exec_autocommit_params(pqxx::connection& conn, const std::string& name,
+                                           const std::string& definition,
+                                           const std::vector<std::optional<std::string>>& params)
+{
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) {
+        values.push_back(p ? p->c_str() : nullptr);
+    }
+    conn.prepare(name, definition);
+    pqxx::nontransaction tx(conn);
+    return tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
 }
 
 } // namespace orch

@@ -64,7 +64,7 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
     }
     settle_write();
     if (exit.identity) {
-        m_in_flight.emplace(process_table::send_write_exit(m_conn, exit));
+        m_in_flight.emplace(process_table::send_write_exits(m_conn, {exit}));
     } else {
         m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
     }
@@ -84,11 +84,6 @@ void Supervisor::send_held_exits()
         return;
     }
     settle_write();
-    if (m_held_exits.size() == 1) {
-        m_in_flight.emplace(process_table::send_write_exit(m_conn, m_held_exits.front()));
-        m_held_exits.clear();
-        return;
-    }
     m_in_flight.emplace(process_table::send_write_exits(m_conn, take_held_exits()));
 }
 

@@ -157,7 +157,8 @@ std::string exit_assignments_from(int first)
 }
 
 // The row id, then the 13 values exit_assignments_from() reads.
-std::vector<std::optional<std::string>> exit_params(const HeldExit& exit)
+constexpr int k_params_per_exit = 14;
+std::array<std::optional<std::string>, k_params_per_exit> exit_params(const HeldExit& exit)
 {
     const auto now = std::chrono::steady_clock::now();
     // The identity's parameters stay NULL when the running write recorded it.
@@ -191,37 +192,29 @@ std::vector<std::optional<std::string>> exit_params(const HeldExit& exit)
 
 PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::vector<HeldExit>& exits)
 {
-    static const std::string insert =
-        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
-        " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
-        " crawl_id, snapshot_id, archive_result_id)"
-        " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
-        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
-        " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " + std::string(k_async_commit);
-    // One exit (hooks run one after another) by its key: the plan is an index
-    // probe whatever the statistics say. The JSON form joins a set against the
-    // table, and a plan cached while the table was young and unanalysed hashes a
-    // sequential scan of it (0.55 ms per launch at 2k rows, growing with the
-    // table until autovacuum's next analyse replans it).
-    static const std::string with_exit =
-        "WITH ended AS (UPDATE process p SET " + exit_assignments_from(20) + " WHERE p.id = $19::uuid) " + insert;
-    static const std::string with_exits = "WITH ended AS (" + exits_update("$19") + ") " + insert;
+    // The exits are written by key (exits_ctes): the insert runs on every launch
+    // on a long-lived connection, where a JSON join's plan cached while the table
+    // was young hashed a sequential scan of it (0.55 ms per launch at 2k rows,
+    // growing with the table until autovacuum's next analyse replans it).
+    static const auto sql = exits_variants([](std::size_t count) {
+        return with_exits(count, 19,
+                          "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd,"
+                          " timeout_s, cookie, containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name,"
+                          " crawl_id, snapshot_id, archive_result_id)"
+                          " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
+                          " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
+                          " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " +
+                              std::string(k_async_commit));
+    });
     std::vector<std::optional<std::string>> params{
         row.id,          row.machine_id,  row.parent_id,   row.process_type,           nlohmann::json(row.cmd).dump(),
         nlohmann::json(row.env).dump(),   row.pwd,         text(row.timeout_s),        row.cookie,
         row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
         row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
-    if (exits.empty()) {
-        // Without the exits' CTE, which costs its setup even when empty (0.09 -> 0.12 ms).
-        return PendingStatement(conn, "process_table.insert_queued", insert, std::move(params));
-    }
-    if (exits.size() == 1) {
-        auto exit = exit_params(exits.front());
-        params.insert(params.end(), exit.begin(), exit.end());
-        return PendingStatement(conn, "process_table.insert_queued_with_exit", with_exit, std::move(params));
-    }
-    params.push_back(exits_json(exits));
-    return PendingStatement(conn, "process_table.insert_queued_with_exits", with_exits, std::move(params));
+    const auto more = exits_parameters(exits);
+    params.insert(params.end(), more.begin(), more.end());
+    return PendingStatement(conn, "process_table.insert_queued." + exits_variant_name(exits.size()),
+                            sql[exits_variant(exits.size())], std::move(params));
 }
 
 PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vector<NewRow>& rows)
@@ -264,22 +257,14 @@ PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vect
                             {out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
 }
 
-PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit)
-{
-    static const std::string sql = "UPDATE process p SET " + exit_assignments_from(2) + " FROM " +
-                                   std::string(k_async_commit) + " WHERE p.id = $1";
-    return PendingStatement(conn, "process_table.write_exit", sql, exit_params(exit));
-}
-
 std::string exits_ctes(std::size_t count, int first)
 {
     if (count > k_max_keyed_exits) {
         return "ended AS (" + exits_update("$" + std::to_string(first)) + "), ";
     }
     std::string ctes;
-    const int per_exit = static_cast<int>(exit_params(HeldExit{}).size());
     for (std::size_t i = 0; i < count; ++i) {
-        const int id = first + static_cast<int>(i) * per_exit;
+        const int id = first + static_cast<int>(i) * k_params_per_exit;
         ctes += fmt::format("ended{} AS (UPDATE process p SET {} WHERE p.id = ${}::uuid), ", i + 1,
                             exit_assignments_from(id + 1), id);
     }
@@ -299,17 +284,23 @@ std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldE
     return params;
 }
 
-std::string exits_variant(std::size_t count)
+std::string exits_variant_name(std::size_t count)
 {
     return count > k_max_keyed_exits ? "json" : "e" + std::to_string(count);
 }
 
+std::string with_exits(std::size_t count, int first, const std::string& statement)
+{
+    const auto ctes = exits_ctes(count, first);
+    return ctes.empty() ? statement : "WITH " + ctes.substr(0, ctes.size() - 2) + " " + statement;
+}
+
 PendingStatement send_write_exits(pqxx::connection& conn, const std::vector<HeldExit>& exits)
 {
-    const std::string sql = "WITH " + exits_ctes(exits.size(), 1) + "done AS (SELECT 1) SELECT 1 FROM done, " +
-                            std::string(k_async_commit);
-    return PendingStatement(conn, "process_table.write_exits." + exits_variant(exits.size()), sql,
-                            exits_parameters(exits));
+    static const auto sql = exits_variants(
+        [](std::size_t count) { return with_exits(count, 1, "SELECT 1 FROM " + std::string(k_async_commit)); });
+    return PendingStatement(conn, "process_table.write_exits." + exits_variant_name(exits.size()),
+                            sql[exits_variant(exits.size())], exits_parameters(exits));
 }
 
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)

@@ -4,6 +4,7 @@
 #include "common/process_exit.hpp"
 #include "common/process_identity.hpp"
 
+#include <array>
 #include <chrono>
 #include <map>
 #include <optional>
@@ -97,11 +98,33 @@ inline constexpr std::size_t k_max_keyed_exits = 4;
 std::string exits_ctes(std::size_t count, int first);
 // The parameters of exits_ctes(exits.size(), ...), in order.
 std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldExit>& exits);
-// A suffix naming the statement variant exits_ctes(count, ...) makes ("e0".."e4", "json").
-std::string exits_variant(std::size_t count);
+
+// A statement carrying held exits has one variant per keyed count and one for
+// the JSON form. exits_variant(count) is the index of the one `count` exits
+// take; exits_variant_name() a suffix for its prepared statement's name.
+inline constexpr std::size_t k_exit_variants = k_max_keyed_exits + 2;
+constexpr std::size_t exits_variant(std::size_t count)
+{
+    return count > k_max_keyed_exits ? k_max_keyed_exits + 1 : count;
+}
+std::string exits_variant_name(std::size_t count);
+// `statement` preceded by exits_ctes(count, first) as its WITH list (as it is
+// when count is 0).
+std::string with_exits(std::size_t count, int first, const std::string& statement);
+// `build(count)` for a count of each variant, made once by the caller (a
+// function-local static): the statements' text is not rebuilt per execution.
+template <typename Build>
+std::array<std::string, k_exit_variants> exits_variants(Build build)
+{
+    std::array<std::string, k_exit_variants> out;
+    for (std::size_t count = 0; count < k_exit_variants; ++count) {
+        out[count] = build(count);
+    }
+    return out;
+}
 
 // INSERT with status 'queued', with the held `exits` written by the same
-// statement (as exits_update() would). The send_ functions send their statement
+// statement (with_exits). The send_ functions send their statement
 // and return without waiting for it (see PendingStatement: `conn` is busy until
 // the statement is finished).
 [[nodiscard]] PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row,
@@ -111,9 +134,6 @@ std::string exits_variant(std::size_t count);
 [[nodiscard]] PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vector<NewRow>& rows);
 // Writes the held exits in `exits` (exits_ctes), in one statement.
 [[nodiscard]] PendingStatement send_write_exits(pqxx::connection& conn, const std::vector<HeldExit>& exits);
-// Writes one held exit, as exits_update() would, by key and plain parameters:
-// a third of the cost of the JSON statement for the one-exit case.
-[[nodiscard]] PendingStatement send_write_exit(pqxx::connection& conn, const HeldExit& exit);
 // Inserts a row for an already running process (a supervisor's own row).
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid);
 // queued -> running with its OS identity.

@@ -16,11 +16,21 @@ namespace orch {
 
 using Clock = std::chrono::steady_clock;
 
+namespace {
+
+// Where a process's files go: <base>.stdout.log, <base>.stderr.log, <base>.cmd.sh.
+std::string file_base(const LaunchRequest& request, const std::string& row_id)
+{
+    return (request.log_dir / (request.name + "." + row_id)).string();
+}
+
+} // namespace
+
 process_table::NewRow Supervisor::queued_row(const LaunchRequest& request, const std::string& row_id,
                                              const std::string& cookie,
                                              const std::map<std::string, std::string>& env) const
 {
-    const auto base = (request.log_dir / (request.name + "." + row_id)).string();
+    const auto base = file_base(request, row_id);
     process_table::NewRow row;
     row.id = row_id;
     row.machine_id = m_options.machine_id;
@@ -68,9 +78,9 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
                                     bool reserved)
 {
     const auto env = child_environment(request.env, cookie);
-    const auto base = request.log_dir / (request.name + "." + result.row_id);
-    const std::filesystem::path stdout_path = base.string() + ".stdout.log";
-    const std::filesystem::path stderr_path = base.string() + ".stderr.log";
+    const auto base = file_base(request, result.row_id);
+    const std::filesystem::path stdout_path = base + ".stdout.log";
+    const std::filesystem::path stderr_path = base + ".stderr.log";
     std::filesystem::create_directories(request.log_dir);
 
     std::optional<CgroupLeaf> leaf;
@@ -111,7 +121,7 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
         finish_insert();
     }
     try {
-        write_rerun_script(base.string() + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
+        write_rerun_script(base + ".cmd.sh", request.argv, env, request.pwd, secret_names(env));
     } catch (const std::exception& e) {
         log::warn("cannot write cmd.sh", {{"process", result.row_id}, {"error", e.what()}});
     }

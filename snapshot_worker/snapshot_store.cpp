@@ -257,22 +257,13 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         snapshot, owner, k_async_commit, held_writes(writes), k_write_held, exits);
 }
 
-// Runs the variant of a seal statement for `exits` (its name suffixed with the
-// variant: each is prepared once per connection), the fixed parameters first.
-pqxx::result exec_seal(pqxx::connection& conn, const std::string& name, const std::string& sql,
-                       std::vector<std::optional<std::string>> params,
-                       const std::vector<process_table::HeldExit>& exits)
+// The parameters of a seal statement: the fixed ones, then those of `exits`.
+std::vector<std::optional<std::string>> seal_parameters(std::vector<std::optional<std::string>> fixed,
+                                                        const std::vector<process_table::HeldExit>& exits)
 {
     const auto more = process_table::exits_parameters(exits);
-    params.insert(params.end(), more.begin(), more.end());
-    std::vector<const char*> values;
-    for (const auto& p : params) {
-        values.push_back(p ? p->c_str() : nullptr);
-    }
-    const auto variant = name + "." + process_table::exits_variant(exits.size());
-    conn.prepare(variant, sql);
-    pqxx::nontransaction tx(conn);
-    return tx.exec_prepared(variant, pqxx::prepare::make_dynamic_params(values));
+    fixed.insert(fixed.end(), more.begin(), more.end());
+    return fixed;
 }
 
 } // namespace
@@ -284,9 +275,12 @@ std::string SnapshotStore::held_results()
 
 std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exits)
 {
-    const std::string sql =
-        "WITH " + seal_ctes("$1", "$2", "$3", process_table::exits_ctes(exits.size(), 4)) + " SELECT outcome FROM sealed";
-    auto r = exec_seal(m_conn, "snapshot_store.seal", sql, {m_snapshot_id, m_owner, held_results()}, exits);
+    static const auto sql = process_table::exits_variants([](std::size_t count) {
+        return "WITH " + seal_ctes("$1", "$2", "$3", process_table::exits_ctes(count, 4)) + " SELECT outcome FROM sealed";
+    });
+    auto r = exec_autocommit_params(m_conn, "snapshot_store.seal." + process_table::exits_variant_name(exits.size()),
+                                    sql[process_table::exits_variant(exits.size())],
+                                    seal_parameters({m_snapshot_id, m_owner, held_results()}, exits));
     require(r, "sealing");
     return r[0][0].as<std::string>();
 }
@@ -303,22 +297,26 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // (a retried snapshot) come from the table as it was before the statement,
     // the new ones from RETURNING. Our own process row (the claim's owner, $8)
     // is pointed at the claimed snapshot by its key.
-    const std::string sql = claim_statement(
-        seal_ctes("$7", "$8", "$9", process_table::exits_ctes(exits.size(), 11)) + ", ",
-        "AND EXISTS (SELECT 1 FROM sealed)",
-        ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
-        "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
-        "  FROM (SELECT hook_name, id, status FROM prepared "
-        "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
-        "        JOIN claimed c ON a.snapshot_id = c.id) r) "
-        "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
-        "1", "$8");
+    static const auto sql = process_table::exits_variants([](std::size_t count) {
+        return claim_statement(
+            seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11)) + ", ",
+            "AND EXISTS (SELECT 1 FROM sealed)",
+            ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
+            "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
+            "  FROM (SELECT hook_name, id, status FROM prepared "
+            "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
+            "        JOIN claimed c ON a.snapshot_id = c.id) r) "
+            "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
+            "1", "$8");
+    });
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
-    auto r = exec_seal(m_conn, "snapshot_store.seal_and_claim_next", sql,
-                       {p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(), hooks_json(hooks)},
-                       exits);
+    auto r = exec_autocommit_params(
+        m_conn, "snapshot_store.seal_and_claim_next." + process_table::exits_variant_name(exits.size()),
+        sql[process_table::exits_variant(exits.size())],
+        seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(), hooks_json(hooks)},
+                        exits));
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();
