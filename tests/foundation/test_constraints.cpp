@@ -2,6 +2,10 @@
 
 #include <catch2/catch.hpp>
 
+#include <string>
+#include <utility>
+#include <vector>
+
 using namespace orch::test;
 
 namespace {
@@ -131,4 +135,77 @@ TEST_CASE("a deleted crawl snapshot or result leaves its process rows with the l
     pqxx::work last(*conn);
     last.exec0("DELETE FROM process");
     CHECK_NOTHROW(last.exec0("DELETE FROM machine WHERE id = 'm1'"));
+}
+
+TEST_CASE("every rule of the hot tables is enforced by one row check that names what it refuses", "[constraints]")
+{
+    ScratchDatabase db;
+    auto conn = db.connect();
+    add_machine(*conn, "m1");
+    const auto crawl = add_crawl(*conn);
+    std::string snapshot;
+    {
+        pqxx::work tx(*conn);
+        snapshot = tx.exec_params1("INSERT INTO snapshot (crawl_id, url) VALUES ($1, 'http://a.test/') RETURNING id",
+                                   crawl)[0]
+                       .as<std::string>();
+        tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) VALUES ($1, 'p', 'p/h')",
+                        snapshot);
+        tx.exec0("INSERT INTO process (machine_id, process_type, status) VALUES ('m1', 'hook', 'queued')");
+        tx.commit();
+    }
+    // Each statement breaks one rule of 0001's constraints; the message names it.
+    const std::vector<std::pair<std::string, std::string>> refused = {
+        {"UPDATE process SET process_type = 'daemon'", "process_type 'daemon'"},
+        {"UPDATE process SET worker_type = 'page'", "worker_type 'page'"},
+        {"UPDATE process SET status = 'zombie'", "status 'zombie'"},
+        {"UPDATE process SET pid = 0", "pid 0 is not positive"},
+        {"UPDATE process SET containment = 'jail'", "containment 'jail'"},
+        {"UPDATE process SET cmd = '{}'", "cmd is not a JSON array"},
+        {"UPDATE process SET env = '[]'", "env is not a JSON object"},
+        {"UPDATE process SET timeout_s = -1", "timeout_s -1 is not positive"},
+        {"UPDATE process SET term_signal = 0", "term_signal 0 is not positive"},
+        {"UPDATE process SET worker_type = 'crawl'", "worker_type is set on a hook row"},
+        {"UPDATE process SET status = 'running'", "a running process has no pid"},
+        {"UPDATE process SET status = 'exited'", "an exited process has no ended_at"},
+        {"UPDATE snapshot SET url = ''", "url is empty"},
+        {"UPDATE snapshot SET url = repeat('x', 8193)", "longer than 8192"},
+        {"UPDATE snapshot SET depth = -1", "depth -1 is negative"},
+        {"UPDATE snapshot SET status = 'done'", "status 'done'"},
+        {"UPDATE snapshot SET outcome = 'great'", "outcome 'great'"},
+        {"UPDATE snapshot SET attempts = -1", "attempts -1 is negative"},
+        {"UPDATE snapshot SET status = 'sealed'", "only a sealed one, has an outcome"},
+        {"UPDATE snapshot SET lease_expires_at = now()", "lease_owner and lease_expires_at are set together"},
+        {"UPDATE archive_result SET plugin = ''", "plugin is empty"},
+        {"UPDATE archive_result SET hook_name = ''", "hook_name is empty"},
+        {"UPDATE archive_result SET status = 'great'", "status 'great'"},
+        {"UPDATE archive_result SET output_files = '{}'", "output_files is not a JSON array"},
+        {"UPDATE archive_result SET output_size = -1", "output_size -1 is negative"},
+        {"UPDATE archive_result SET attempts = -1", "attempts -1 is negative"},
+    };
+    for (const auto& [sql, names] : refused) {
+        INFO(sql);
+        pqxx::work tx(*conn);
+        try {
+            tx.exec0(sql);
+            FAIL("accepted");
+        } catch (const pqxx::check_violation& e) {
+            CHECK_THAT(e.what(), Catch::Contains(names));
+        }
+    }
+    // Two broken rules are both named; a rule that comes out NULL passes, as in a CHECK.
+    {
+        pqxx::work tx(*conn);
+        try {
+            tx.exec0("UPDATE process SET pid = -1, status = 'zombie'");
+            FAIL("accepted");
+        } catch (const pqxx::check_violation& e) {
+            CHECK_THAT(e.what(), Catch::Contains("status 'zombie'") && Catch::Contains("pid -1"));
+        }
+    }
+    pqxx::work tx(*conn);
+    CHECK_NOTHROW(tx.exec0("UPDATE process SET pid = NULL, timeout_s = NULL, term_signal = NULL, containment = NULL"));
+    CHECK_NOTHROW(tx.exec0("UPDATE process SET status = 'exited', ended_at = now(), pid = 5, exit_code = 0"));
+    CHECK_NOTHROW(tx.exec0("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded'"));
+    CHECK_NOTHROW(tx.exec0("UPDATE archive_result SET status = 'succeeded', output_size = 10"));
 }
