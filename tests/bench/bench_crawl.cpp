@@ -177,7 +177,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
 // With workers = 8 this is the process structure of ours (8 snapshot workers, each
 // taking snapshot after snapshot); with workers = n it is one process and one
 // connection per snapshot (the structure before snapshot workers continued).
-double raw_ceiling(Bench& b, int n, int workers, bool record = false)
+CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false)
 {
     if (record) {
         // Untimed: the tables of the minimal records (bench_raw_worker --record).
@@ -244,11 +244,16 @@ double raw_ceiling(Bench& b, int n, int workers, bool record = false)
                                      std::to_string(exited) + " exits");
         }
     }
+    CrawlRun out;
+    out.wall_s = s;
+    out.per_s = n / s;
+    out.cpu_ms = cpu_ms_each(busy0, n);
+    out.workers = workers;
     std::printf("raw ceiling%s: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU "
                 "%.2f ms per snapshot)\n",
                 record ? " recording (a row per hook and its exit, a durable seal per snapshot)" : "", workers, n, s,
-                n / s, cpu_ms_each(busy0, n));
-    return n / s;
+                out.per_s, out.cpu_ms);
+    return out;
 }
 
 // Sealed snapshots and exited process rows, as a long-lived installation has them.
@@ -353,7 +358,7 @@ int main(int argc, char** argv)
         Bench b;
         crawl(b, std::min(n, 20), "warmup");
         const int rounds = std::max(1, argc > 5 ? std::atoi(argv[5]) : 3);
-        std::vector<double> raw_rates, our_rates, ratios;
+        std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu;
         CrawlRun ours;
         long rss_orch = 0;
         long rss_crawl = 0;
@@ -361,9 +366,12 @@ int main(int argc, char** argv)
         {
             bench::PeakRssSampler sampler(bin_path("orchestrator").parent_path(), std::chrono::milliseconds(10));
             for (int r = 1; r <= rounds; ++r) {
-                raw_rates.push_back(raw_ceiling(b, n, k_snapshot_workers));
+                const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
+                raw_rates.push_back(raw_run.per_s);
+                raw_cpu.push_back(raw_run.cpu_ms);
                 ours = crawl(b, n, "e2e" + std::to_string(r));
                 our_rates.push_back(ours.per_s);
+                our_cpu.push_back(ours.cpu_ms);
                 ratios.push_back(ours.per_s / raw_rates.back());
                 std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
             }
@@ -374,8 +382,8 @@ int main(int argc, char** argv)
         const double raw = bench::median(raw_rates);
         const double our_rate = bench::median(our_rates);
         const double ratio = bench::median(ratios);
-        const double raw_per_snapshot = raw_ceiling(b, n, n);
-        const double raw_recording = raw_ceiling(b, n, k_snapshot_workers, true);
+        const double raw_per_snapshot = raw_ceiling(b, n, n).per_s;
+        const double raw_recording = raw_ceiling(b, n, k_snapshot_workers, true).per_s;
         const bool met = our_rate >= 150 && ratio >= 0.5;
         const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
         const std::string spread = rounds > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "";
@@ -383,12 +391,18 @@ int main(int argc, char** argv)
         bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s" + of_rounds + ")",
                           bench::fixed(our_rate), bench::fixed(raw), bench::fixed(ratio, 2) + spread,
                           ">= 150/s and >= 0.50", met);
+        // What the rates come from, steadier than wall time on a shared machine: CPU
+        // of the whole machine (ours, PostgreSQL, the hooks) per snapshot, medians.
+        const double our_cpu_ms = bench::median(our_cpu);
+        const double raw_cpu_ms = bench::median(raw_cpu);
+        bench::report_context("2 context: machine CPU per snapshot (ms; ratio raw/ours)", bench::fixed(our_cpu_ms, 2),
+                              bench::fixed(raw_cpu_ms, 2), bench::fixed(raw_cpu_ms / our_cpu_ms, 2));
         // For scale: the ceiling of one process and one connection per snapshot.
         bench::report_context("2 context: vs raw with a process + connection per snapshot", bench::fixed(our_rate),
                               bench::fixed(raw_per_snapshot), bench::fixed(our_rate / raw_per_snapshot, 2));
         // For judging the goal: the same raw loop keeping the least a record needs, one
         // plain statement each (a row per hook before its spawn, its exit after, a
-        // durable seal per snapshot: 7 round trips per snapshot; ours makes 4).
+        // durable seal per snapshot: 7 round trips per snapshot; ours makes 2).
         bench::report_context("2 context: vs raw that also records each hook and seal", bench::fixed(our_rate),
                               bench::fixed(raw_recording), bench::fixed(our_rate / raw_recording, 2));
         std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
