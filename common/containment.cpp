@@ -4,6 +4,9 @@
 #include "common/log.hpp"
 
 #include <cstdlib>
+#include <mutex>
+#include <set>
+#include <string>
 
 #include <linux/magic.h>
 #include <sys/stat.h>
@@ -103,8 +106,19 @@ Containment Containment::probe(const ContainmentOptions& options)
             result.m_scope_dir = v1_scope;
         }
     }
-    log::info("containment probed", {{"containment", std::string(to_string(result.m_mode))},
-                                     {"scope_dir", result.m_scope_dir.string()}});
+    // A process probes once per supervisor and once for recovery (the
+    // orchestrator three times at start): the result is news once, unless it
+    // changes.
+    static std::mutex logged_mutex;
+    static std::set<std::string> logged;
+    const std::string seen = std::string(to_string(result.m_mode)) + " " + result.m_scope_dir.string();
+    bool first = false;
+    {
+        std::lock_guard<std::mutex> lock(logged_mutex);
+        first = logged.insert(seen).second;
+    }
+    log::write(first ? log::Level::info : log::Level::debug, "containment probed",
+               {{"containment", std::string(to_string(result.m_mode))}, {"scope_dir", result.m_scope_dir.string()}});
     return result;
 }
 

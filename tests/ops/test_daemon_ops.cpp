@@ -100,6 +100,16 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
                               machine, daemon.pid())[0]
                   .as<int>() == 1);
     }
+    // The daemon probes containment for its supervisor and for recovery; it says so once.
+    {
+        int probed = 0;
+        std::istringstream lines(daemon.err());
+        for (std::string line; std::getline(lines, line);) {
+            auto j = nlohmann::json::parse(line, nullptr, false);
+            probed += !j.is_discarded() && j.value("msg", "") == "containment probed";
+        }
+        CHECK(probed == 1);
+    }
     // Recovery ran before READY: the machine row was registered with its containment by then.
     {
         auto conn = db.connect();
