@@ -1,11 +1,15 @@
 #include "common/rerun_script.hpp"
 
 #include "common/errors.hpp"
+#include "common/fd.hpp"
 
 #include <algorithm>
-#include <fstream>
+#include <cctype>
+#include <cerrno>
 
+#include <fcntl.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace orch {
 
@@ -28,23 +32,44 @@ void write_rerun_script(const std::filesystem::path& path, const std::vector<std
                         const std::map<std::string, std::string>& env, const std::filesystem::path& pwd,
                         const std::vector<std::string>& from_caller)
 {
-    std::ofstream out(path, std::ios::trunc);
-    out << "#!/bin/sh\n# Reruns this process with the environment it was given.\n";
-    out << "cd " << shell_quote(pwd.string()) << " || exit 1\nexec env -i";
+    std::string script = "#!/bin/sh\n# Reruns this process with the environment it was given.\n";
+    script += "cd " + shell_quote(pwd.string()) + " || exit 1\nexec env -i";
     for (const auto& [key, value] : env) {
         const bool secret = std::find(from_caller.begin(), from_caller.end(), key) != from_caller.end();
-        out << " \\\n  " << (secret ? key + "=\"${" + key + "}\"" : shell_quote(key + "=" + value));
+        script += " \\\n  " + (secret ? key + "=\"${" + key + "}\"" : shell_quote(key + "=" + value));
     }
     for (const auto& word : argv) {
-        out << " \\\n  " << shell_quote(word);
+        script += " \\\n  " + shell_quote(word);
     }
-    out << "\n";
-    out.close();
-    if (!out) {
-        throw std::system_error(errno ? errno : EIO, std::generic_category(), "write " + path.string());
+    script += "\n";
+    // Created executable (within the umask): one for every hook, and a chmod
+    // after the write cost an inode update more each (a journal entry on ext4).
+    // A file left by an earlier run of the same row is made executable again.
+    bool created = true;
+    Fd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755));
+    if (!fd && errno == EEXIST) {
+        created = false;
+        fd.reset(::open(path.c_str(), O_WRONLY | O_TRUNC | O_CLOEXEC));
     }
-    if (::chmod(path.c_str(), 0755) != 0) {
+    if (!fd) {
+        throw_errno("open " + path.string());
+    }
+    std::size_t done = 0;
+    while (done < script.size()) {
+        const auto n = ::write(fd.get(), script.data() + done, script.size() - done);
+        if (n < 0 && errno == EINTR) {
+            continue;
+        }
+        if (n <= 0) {
+            throw_errno("write " + path.string());
+        }
+        done += static_cast<std::size_t>(n);
+    }
+    if (!created && ::fchmod(fd.get(), 0755) != 0) {
         throw_errno("chmod " + path.string());
+    }
+    if (::close(fd.release()) != 0) {
+        throw_errno("write " + path.string());
     }
 }
 
