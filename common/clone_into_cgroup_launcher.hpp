@@ -42,6 +42,11 @@ struct CloneIntoCgroupLauncher : bp::posix::default_launcher {
     explicit CloneIntoCgroupLauncher(int cgroup_dir_fd) : m_cgroup_dir_fd(cgroup_dir_fd) {}
 
     bool clone_failed = false;
+    // After a successful launch: the child's pid (`pid`, from default_launcher)
+    // and its pidfd, which clone3 returned with it (CLONE_PIDFD). The process
+    // the launch returns is empty: Boost would open a pidfd of its own and
+    // register it with its reactor, only for the caller to drop it.
+    Fd child_pidfd;
 
     template <typename Executor, typename Args, typename... Inits>
     auto operator()(Executor exec, bp::error_code& ec, const bp::filesystem::path& executable, Args&& args,
@@ -119,8 +124,10 @@ private:
             ::_exit(127);
         };
         using Child = decltype(child);
+        int pidfd = -1;
         clone_args args3{};
-        args3.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP;
+        args3.flags = CLONE_VM | CLONE_VFORK | CLONE_INTO_CGROUP | CLONE_PIDFD;
+        args3.pidfd = reinterpret_cast<__u64>(&pidfd);
         args3.exit_signal = SIGCHLD;
         args3.cgroup = static_cast<__u64>(m_cgroup_dir_fd);
         args3.stack = reinterpret_cast<__u64>(stack);
@@ -137,14 +144,14 @@ private:
             return bp::basic_process<Executor>{exec};
         }
         pid = static_cast<pid_t>(rc);
+        child_pidfd.reset(pidfd);
         if (child_error != 0) {
             ec.assign(child_error, bp::system_category());
             detail::on_error(*this, executable, argv, ec, inits...);
             return bp::basic_process<Executor>{exec};
         }
-        bp::basic_process<Executor> proc(exec, pid);
         detail::on_success(*this, executable, argv, ec, inits...);
-        return proc;
+        return bp::basic_process<Executor>{exec};
     }
 
     template <typename Executor, typename Args, typename... Inits>
@@ -170,8 +177,10 @@ private:
 
         auto& ctx = boost::asio::query(exec, boost::asio::execution::context);
         ctx.notify_fork(execution_context::fork_prepare);
+        int pidfd = -1;
         clone_args args3{};
-        args3.flags = CLONE_VFORK | CLONE_INTO_CGROUP;
+        args3.flags = CLONE_VFORK | CLONE_INTO_CGROUP | CLONE_PIDFD;
+        args3.pidfd = reinterpret_cast<__u64>(&pidfd);
         args3.exit_signal = SIGCHLD;
         args3.cgroup = static_cast<__u64>(m_cgroup_dir_fd);
         pid = static_cast<pid_t>(::syscall(SYS_clone3, &args3, sizeof args3));
@@ -192,6 +201,7 @@ private:
             ::_exit(127);
         }
         ctx.notify_fork(execution_context::fork_parent);
+        child_pidfd.reset(pidfd);
         write_end.reset();
         int child_error = 0;
         ssize_t count = -1;
@@ -206,9 +216,8 @@ private:
             detail::on_error(*this, executable, argv, ec, inits...);
             return bp::basic_process<Executor>{exec};
         }
-        bp::basic_process<Executor> proc(exec, pid);
         detail::on_success(*this, executable, argv, ec, inits...);
-        return proc;
+        return bp::basic_process<Executor>{exec};
     }
 
     int m_cgroup_dir_fd;

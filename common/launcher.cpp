@@ -231,8 +231,16 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
             g_clone3_unusable.store(true, std::memory_order_relaxed);
             process.reset();
             ec.clear();
-        } else if (!ec) {
-            cgroup_entry = CgroupEntry::at_birth;
+        } else if (ec) {
+            return SpawnFailure{ec.value(), executable + ": " + ec.message()};
+        } else {
+            // The child and its pidfd came from clone3 itself (the process
+            // object is empty: see CloneIntoCgroupLauncher::child_pidfd).
+            if (!launcher.child_pidfd) {
+                throw std::system_error(EINVAL, std::generic_category(), "clone3 returned no pidfd");
+            }
+            return Spawned{Pidfd::adopt(std::move(launcher.child_pidfd), launcher.pid), launcher.pid,
+                           CgroupEntry::at_birth};
         }
     }
     if (!process) {

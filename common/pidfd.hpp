@@ -18,6 +18,9 @@ public:
     // Opens a pidfd for `pid`. Returns nullopt if no such process exists
     // (ESRCH). Throws std::system_error on any other failure. Does not block.
     static std::optional<Pidfd> open(pid_t pid);
+    // Takes `fd`, a pidfd for `pid` the kernel returned when it created the
+    // process (clone3 with CLONE_PIDFD): no open, and no window at all.
+    static Pidfd adopt(Fd fd, pid_t pid) noexcept { return Pidfd(std::move(fd), pid); }
 
     pid_t pid() const noexcept { return m_pid; }
     int fd() const noexcept { return m_fd.get(); }
