@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <array>
 #include <cctype>
+#include <cstdlib>
+#include <string>
 
 namespace orch {
 namespace {
@@ -101,6 +103,22 @@ EnvMap build_hook_env(const PluginConfig& config, const HookContext& context, co
         } else {
             ++it;
         }
+    }
+    return env;
+}
+
+EnvMap inherited_environment()
+{
+    EnvMap env;
+    auto take = [&env](std::string_view name) {
+        const std::string key(name);
+        if (const char* value = std::getenv(key.c_str())) {
+            env.emplace(key, value);
+        }
+    };
+    take("PATH");
+    for (auto name : k_inherited) {
+        take(name);
     }
     return env;
 }

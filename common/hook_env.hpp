@@ -28,9 +28,14 @@ struct HookContext {
 // (case-insensitive).
 bool is_secret_env_name(std::string_view name);
 
-// Pure; `parent` is usually current_environment(). Entries whose value holds a
+// Pure; `parent` is usually inherited_environment(). Entries whose value holds a
 // NUL byte (which exec cannot carry) are dropped with a warning.
 EnvMap build_hook_env(const PluginConfig& config, const HookContext& context, const EnvMap& parent);
+
+// The variables of our environment that build_hook_env() reads from its parent
+// (PATH and the inherited names above, those that are set): what a launch needs,
+// without copying the whole environment once per hook.
+EnvMap inherited_environment();
 
 // Copy for storing (process.env column, logs): values of secret-looking names,
 // and values that embed URL credentials (scheme://user:password@...), become

@@ -148,7 +148,7 @@ std::string CrawlRun::launch_hook(const CrawlHook& h, bool background)
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, std::nullopt};
     LaunchRequest req;
     req.argv = build_hook_argv(h.hook, HookArguments{m_ctx.crawl.first_url, std::nullopt, m_ctx.crawl.id});
-    req.env = build_hook_env(h.config, hc, current_environment());
+    req.env = build_hook_env(h.config, hc, inherited_environment());
     req.pwd = dir;
     req.log_dir = dir;
     req.name = h.hook.file_name;

@@ -188,7 +188,7 @@ LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool backg
     // Supervisor::launch creates the directory (log_dir) before the hook starts in it.
     auto dir = hook_dir(planned);
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, m_ctx.snap_dir};
-    auto env = build_hook_env(planned.config, hc, current_environment());
+    auto env = build_hook_env(planned.config, hc, inherited_environment());
     LaunchRequest req;
     req.argv = build_hook_argv(planned.hook, HookArguments{m_ctx.snapshot.url, m_ctx.snapshot.id, m_ctx.snapshot.crawl_id});
     req.env = env;

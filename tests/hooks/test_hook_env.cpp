@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <cstdlib>
+
 using namespace orch;
 using nlohmann::json;
 
@@ -141,4 +143,23 @@ TEST_CASE("hooks: build_hook_argv: interpreter - path - flags - the URL stays on
 
     CHECK_THROWS_AS(build_hook_argv(snapshot_hook, {std::string("a\0b", 3), std::nullopt, "c"}),
                     std::invalid_argument);
+}
+
+TEST_CASE("hooks: a hook built from inherited_environment() gets what it would from the whole environment",
+          "[hooks][env]")
+{
+    ::setenv("TZ", "Europe/Paris", 1);
+    ::setenv("ORCH_TEST_NOT_INHERITED", "x", 1);
+    ::setenv("PGPASSWORD", "hunter2", 1);
+    const auto inherited = inherited_environment();
+    CHECK(inherited.at("TZ") == "Europe/Paris");
+    CHECK(inherited.count("PATH") == (std::getenv("PATH") != nullptr ? 1U : 0U));
+    CHECK(inherited.count("ORCH_TEST_NOT_INHERITED") == 0);
+    CHECK(inherited.count("PGPASSWORD") == 0);
+    const auto config = config_with(json{{"timeout", 30}});
+    CHECK(build_hook_env(config, k_context, inherited) == build_hook_env(config, k_context, current_environment()));
+    ::unsetenv("TZ");
+    ::unsetenv("ORCH_TEST_NOT_INHERITED");
+    ::unsetenv("PGPASSWORD");
+    CHECK(inherited_environment().count("TZ") == 0);
 }
