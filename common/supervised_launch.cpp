@@ -183,8 +183,10 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
     auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
                                                  sweep, request.timeout_s, stdout_path, stderr_path);
     tree->hook = request.process_type == "hook";
-    log::info("launched", {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
-                           {"containment", std::string(to_string(m_containment.mode()))}});
+    tree->owner_logs = request.owner_logs;
+    log::write(request.owner_logs ? log::Level::debug : log::Level::info, "launched",
+               {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
+                {"containment", std::string(to_string(m_containment.mode()))}});
     track(std::move(tree));
     return result;
 }

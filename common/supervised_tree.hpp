@@ -65,6 +65,7 @@ public:
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
     bool hook = false;     // its exit is held (Supervisor::take_held_exits)
+    bool owner_logs = false; // LaunchRequest::owner_logs
 
 private:
     bool in_leaf(pid_t pid) const;

@@ -68,6 +68,10 @@ struct LaunchRequest {
     std::optional<std::string> crawl_id;
     std::optional<std::string> snapshot_id;
     std::optional<std::string> archive_result_id;
+    // The owner logs this process's start and end itself, with what it knows
+    // of them (a snapshot worker's hooks): the supervisor's own "launched" and
+    // "process exited" lines go to debug, and a hook is two lines, not four.
+    bool owner_logs = false;
 };
 
 struct LaunchResult {

@@ -206,6 +206,7 @@ LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool backg
     req.crawl_id = m_ctx.snapshot.crawl_id;
     req.snapshot_id = m_ctx.snapshot.id;
     req.archive_result_id = planned.result_id;
+    req.owner_logs = true; // "hook started" and "hook finished" say it all
     return req;
 }
 
@@ -305,10 +306,18 @@ void SnapshotRun::record(const PlannedHook& planned, const std::optional<Process
                                           {"added", std::to_string(added)}});
         }
     }
-    log::info("hook finished", {{"hook", planned.hook.id()},
-                                {"process", row_id},
-                                {"status", std::string(to_string(result.status))},
-                                {"error", result.error.value_or("")}});
+    // With what the supervisor's "process exited" line would say (at debug here).
+    log::Fields fields{{"hook", planned.hook.id()},
+                       {"process", row_id},
+                       {"status", std::string(to_string(result.status))},
+                       {"error", result.error.value_or("")}};
+    if (outcome) {
+        fields.push_back({"exit_code", outcome->exit_code ? std::to_string(*outcome->exit_code) : ""});
+        fields.push_back({"signal", outcome->term_signal ? std::to_string(*outcome->term_signal) : ""});
+        fields.push_back({"end_reason", outcome->end_reason});
+        fields.push_back({"elapsed_ms", std::to_string(outcome->elapsed.count())});
+    }
+    log::info("hook finished", fields);
 }
 
 void SnapshotRun::stop_everything(bool requeue)

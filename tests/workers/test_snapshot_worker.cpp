@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <map>
 #include <sstream>
 
 using namespace orch::test;
@@ -94,6 +95,22 @@ TEST_CASE("snapshot_worker: hooks of two plugins interleave by step - then by na
     }
     CHECK(f.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = $1", {snap}) == "sealed/succeeded");
     CHECK(f.scalar("SELECT lease_owner IS NULL FROM snapshot WHERE id = $1", {snap}) == "t");
+    // Its log says each hook's start and end once (with the exit), not the
+    // supervisor's "launched" and "process exited" as well.
+    std::map<std::string, int> lines;
+    std::istringstream log(w->err());
+    for (std::string line; std::getline(log, line);) {
+        for (const std::string what : {" hook started ", " hook finished ", " launched ", " process exited "}) {
+            lines[what] += line.find(what) != std::string::npos;
+        }
+        if (line.find(" hook finished ") != std::string::npos) {
+            CHECK_THAT(line, Catch::Contains(" exit_code=0 ") && Catch::Contains(" elapsed_ms="));
+        }
+    }
+    CHECK(lines[" hook started "] == 5);
+    CHECK(lines[" hook finished "] == 5);
+    CHECK(lines[" launched "] == 0);
+    CHECK(lines[" process exited "] == 0);
 }
 
 TEST_CASE("snapshot_worker: with HOOK_PARALLELISM=2 a step's hooks overlap - the next step waits", "[snapshot_worker]")
