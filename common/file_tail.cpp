@@ -66,4 +66,13 @@ std::string read_file_tail(const std::filesystem::path& path, std::size_t max_by
     return sanitize_utf8(data);
 }
 
+std::string read_log_tail(const std::filesystem::path& path, std::size_t max_bytes)
+{
+    struct stat st{};
+    if (::stat(path.c_str(), &st) != 0 || (S_ISREG(st.st_mode) && st.st_size == 0)) {
+        return {};
+    }
+    return read_file_tail(path, max_bytes);
+}
+
 } // namespace orch

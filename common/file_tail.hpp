@@ -11,4 +11,9 @@ namespace orch {
 // result can be stored in a text column.
 std::string read_file_tail(const std::filesystem::path& path, std::size_t max_bytes = 4096);
 
+// read_file_tail() of a log we created (a regular file on a real filesystem,
+// where a size of 0 means empty, unlike /proc and cgroupfs files): an empty or
+// missing log costs one stat, not an open, a stat, a read and a close.
+std::string read_log_tail(const std::filesystem::path& path, std::size_t max_bytes);
+
 } // namespace orch

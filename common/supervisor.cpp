@@ -191,8 +191,8 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
     const auto elapsed = Clock::now() - tree.started();
     record_exit(tree.row_id(),
                 {exit.exit_code, exit.term_signal, tree.end_reason,
-                 read_file_tail(tree.stdout_path(), m_options.tail_bytes),
-                 read_file_tail(tree.stderr_path(), m_options.tail_bytes)},
+                 read_log_tail(tree.stdout_path(), m_options.tail_bytes),
+                 read_log_tail(tree.stderr_path(), m_options.tail_bytes)},
                 tree.hook && !tree.claimed);
     tree.recorded = true;
     log::write(tree.owner_logs ? log::Level::debug : log::Level::info, "process exited",
