@@ -15,7 +15,7 @@ StopSignals::StopSignals()
     sigaddset(&set, SIGTERM);
     sigaddset(&set, SIGINT);
     sigaddset(&set, SIGHUP);
-    if (::sigprocmask(SIG_BLOCK, &set, &m_previous) != 0) {
+    if (::sigprocmask(SIG_BLOCK, &set, nullptr) != 0) {
         throw_errno("sigprocmask");
     }
     int fd = ::signalfd(-1, &set, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -27,11 +27,9 @@ StopSignals::StopSignals()
 
 StopSignals::~StopSignals()
 {
-    // A request that arrived but was never read would be delivered the moment the
-    // mask is restored and kill us with the default action, after the work was
-    // already wound down properly: consume it, the exit code says what happened.
+    // The mask stays as it is (see the header): a request that arrives from here
+    // to the exit stays pending and is discarded with the process.
     take();
-    ::sigprocmask(SIG_SETMASK, &m_previous, nullptr);
 }
 
 int StopSignals::take()

@@ -7,9 +7,13 @@
 namespace orch {
 
 // SIGTERM and SIGINT (and SIGHUP) as a readable fd for a poll loop. Blocks those
-// signals in the calling thread for the object's lifetime and restores the
-// previous mask on destruction. Create it before any thread starts. Children get
-// a clean mask from the launcher, so they still receive signals.
+// signals in the calling thread from construction on, and leaves them blocked
+// after destruction: an executable's run function holds one for its whole run,
+// and a stop request that arrives after it returned (the work wound down, the
+// exit code decided) must not kill the process with the default action on its
+// way out and turn a clean exit into death by SIGTERM, as restoring the mask
+// did. Create it before any thread starts. Children get a clean mask from the
+// launcher, so they still receive signals.
 class StopSignals {
 public:
     StopSignals();
@@ -25,7 +29,6 @@ public:
 
 private:
     Fd m_fd;
-    sigset_t m_previous;
     int m_count = 0;
 };
 
