@@ -231,11 +231,10 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
             g_clone3_unusable.store(true, std::memory_order_relaxed);
             process.reset();
             ec.clear();
-        } else if (ec) {
-            return SpawnFailure{ec.value(), executable + ": " + ec.message()};
-        } else {
+        } else if (!ec) {
             // The child and its pidfd came from clone3 itself (the process
-            // object is empty: see CloneIntoCgroupLauncher::child_pidfd).
+            // object is empty: see CloneIntoCgroupLauncher::child_pidfd); a
+            // failure goes on to the SpawnFailure below.
             if (!launcher.child_pidfd) {
                 throw std::system_error(EINVAL, std::generic_category(), "clone3 returned no pidfd");
             }
