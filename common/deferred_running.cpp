@@ -47,6 +47,7 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
         keep_known(held->end.term_signal, end.term_signal);
         keep_known(held->end.stdout_tail, end.stdout_tail);
         keep_known(held->end.stderr_tail, end.stderr_tail);
+        keep_known(held->end.usage, end.usage);
         return;
     }
     process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end, std::nullopt};

@@ -61,10 +61,12 @@ bool Pidfd::has_exited() const
 std::optional<ProcessExit> Pidfd::try_reap() const
 {
     siginfo_t info{};
-    int rc;
+    struct rusage usage{};
+    long rc;
     do {
-        rc = ::waitid(static_cast<idtype_t>(P_PIDFD), static_cast<id_t>(m_fd.get()), &info,
-                      WEXITED | WNOHANG);
+        // The system call, not glibc's wrapper: only it reports the resource
+        // usage of what it reaps (wait4 cannot take a pidfd).
+        rc = ::syscall(SYS_waitid, P_PIDFD, m_fd.get(), &info, WEXITED | WNOHANG, &usage);
     } while (rc < 0 && errno == EINTR);
     if (rc < 0) {
         throw_errno("waitid(P_PIDFD)");
@@ -72,7 +74,9 @@ std::optional<ProcessExit> Pidfd::try_reap() const
     if (info.si_pid == 0) {
         return std::nullopt;
     }
-    return ProcessExit::from_siginfo(info);
+    auto exit = ProcessExit::from_siginfo(info);
+    exit.usage = ResourceUsage::from_rusage(usage);
+    return exit;
 }
 
 std::optional<std::uint64_t> Pidfd::inode() const

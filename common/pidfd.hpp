@@ -32,8 +32,8 @@ public:
     // True once the process has terminated (zombie or reaped). Non-blocking.
     bool has_exited() const;
 
-    // Reaps the process if it is our child and has exited; nullopt while it
-    // runs. Throws std::system_error (ECHILD) if it is not our child or was
+    // Reaps the process if it is our child and has exited, with its resource
+    // usage (ProcessExit::usage); nullopt while it runs. Throws std::system_error (ECHILD) if it is not our child or was
     // already reaped. Non-blocking.
     std::optional<ProcessExit> try_reap() const;
 

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/resource_usage.hpp"
+
 #include <optional>
 
 #include <signal.h>
@@ -12,6 +14,8 @@ namespace orch {
 struct ProcessExit {
     int exit_code = 0;
     std::optional<int> term_signal;
+    // From the reaping waitid(); nullopt where the reaper did not ask for it.
+    std::optional<ResourceUsage> usage{};
 
     // Decodes the siginfo filled in by waitid(). Never throws.
     static ProcessExit from_siginfo(const siginfo_t& info) noexcept

@@ -47,6 +47,16 @@ std::optional<std::string> text(const std::optional<T>& value)
     return std::to_string(*value);
 }
 
+// One field of `usage` as a parameter; NULL without a usage.
+template <typename T>
+std::optional<std::string> usage_text(const std::optional<ResourceUsage>& usage, T ResourceUsage::*field)
+{
+    if (!usage) {
+        return std::nullopt;
+    }
+    return pqxx::to_string((*usage).*field);
+}
+
 template <typename T>
 std::optional<T> get(const pqxx::field& field)
 {
@@ -74,7 +84,7 @@ std::optional<std::string> storable(const std::optional<std::string>& tail)
 // Where an exit write reads its values: columns of a JSON row, or parameters.
 struct ExitValues {
     std::string pid, boot_id, start_ticks, pidfs_ino, pgid, started_ago, ended_ago, exit_code, term_signal,
-        end_reason, stdout_tail, stderr_tail, cgroup_path;
+        end_reason, stdout_tail, stderr_tail, cgroup_path, cpu_user_s, cpu_system_s;
 };
 
 // The SET list of an exit write to process `p`. A row whose running write never
@@ -92,9 +102,10 @@ std::string exit_assignments(const ExitValues& v)
         " ended_at = coalesce(p.ended_at, now() - make_interval(secs => {6})),"
         " exit_code = coalesce({7}, p.exit_code), term_signal = coalesce({8}, p.term_signal),"
         " end_reason = {9}, stdout_tail = coalesce({10}, p.stdout_tail),"
-        " stderr_tail = coalesce({11}, p.stderr_tail), cgroup_path = coalesce({12}, p.cgroup_path)",
+        " stderr_tail = coalesce({11}, p.stderr_tail), cgroup_path = coalesce({12}, p.cgroup_path),"
+        " cpu_user_s = coalesce({13}, p.cpu_user_s), cpu_system_s = coalesce({14}, p.cpu_system_s)",
         v.pid, v.boot_id, v.start_ticks, v.pidfs_ino, v.pgid, v.started_ago, v.ended_ago, v.exit_code, v.term_signal,
-        v.end_reason, v.stdout_tail, v.stderr_tail, v.cgroup_path);
+        v.end_reason, v.stdout_tail, v.stderr_tail, v.cgroup_path, v.cpu_user_s, v.cpu_system_s);
 }
 
 } // namespace
@@ -112,6 +123,10 @@ std::string exits_json(const std::vector<HeldExit>& exits)
                            {"end_reason", e.end.end_reason},
                            {"stdout_tail", json_or_null(storable(e.end.stdout_tail))},
                            {"stderr_tail", json_or_null(storable(e.end.stderr_tail))}};
+        if (const auto& usage = e.end.usage) {
+            row["cpu_user_s"] = usage->user_s;
+            row["cpu_system_s"] = usage->system_s;
+        }
         if (e.identity) {
             row["pid"] = e.identity->pid;
             row["boot_id"] = e.identity->boot_id;
@@ -134,13 +149,15 @@ std::string exits_update(const std::string& param)
     // insert at 12k rows, linear in the table) instead of probing its key.
     static const std::string set = exit_assignments(
         {"e.pid", "e.boot_id", "e.start_ticks", "e.pidfs_ino", "e.pgid", "e.started_ago", "e.ended_ago",
-         "e.exit_code", "e.term_signal", "e.end_reason", "e.stdout_tail", "e.stderr_tail", "e.cgroup_path"});
+         "e.exit_code", "e.term_signal", "e.end_reason", "e.stdout_tail", "e.stderr_tail", "e.cgroup_path",
+         "e.cpu_user_s", "e.cpu_system_s"});
     return "UPDATE process p SET " + set + " FROM unnest(ARRAY(SELECT jsonb_array_elements(" + param +
            "::jsonb))) AS held(exit),"
            " jsonb_to_record(held.exit) AS e(id uuid, pid integer, boot_id text,"
            "   start_ticks bigint, pidfs_ino bigint, pgid integer, started_ago double precision,"
            "   ended_ago double precision, exit_code integer, term_signal integer, end_reason text,"
-           "   stdout_tail text, stderr_tail text, cgroup_path text)"
+           "   stdout_tail text, stderr_tail text, cgroup_path text, cpu_user_s double precision,"
+           "   cpu_system_s double precision)"
            " WHERE p.id = e.id";
 }
 
@@ -153,11 +170,12 @@ std::string exit_assignments_from(int first)
     auto p = [first](int offset, const char* type) { return fmt::format("${}::{}", first + offset, type); };
     return exit_assignments({p(0, "integer"), p(1, "text"), p(2, "bigint"), p(3, "bigint"), p(4, "integer"),
                              p(5, "double precision"), p(6, "double precision"), p(7, "integer"), p(8, "integer"),
-                             p(9, "text"), p(10, "text"), p(11, "text"), p(12, "text")});
+                             p(9, "text"), p(10, "text"), p(11, "text"), p(12, "text"), p(13, "double precision"),
+                             p(14, "double precision")});
 }
 
-// The row id, then the 13 values exit_assignments_from() reads.
-constexpr int k_params_per_exit = 14;
+// The row id, then the 15 values exit_assignments_from() reads.
+constexpr int k_params_per_exit = 16;
 std::array<std::optional<std::string>, k_params_per_exit> exit_params(const HeldExit& exit)
 {
     const auto now = std::chrono::steady_clock::now();
@@ -185,7 +203,9 @@ std::array<std::optional<std::string>, k_params_per_exit> exit_params(const Held
             exit.end.end_reason,
             storable(exit.end.stdout_tail),
             storable(exit.end.stderr_tail),
-            cgroup_path};
+            cgroup_path,
+            usage_text(exit.end.usage, &ResourceUsage::user_s),
+            usage_text(exit.end.usage, &ResourceUsage::system_s)};
 }
 
 } // namespace
@@ -344,15 +364,19 @@ PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id,
 {
     const auto exit_code = text(end.exit_code);
     const auto term_signal = text(end.term_signal);
+    const auto user_s = usage_text(end.usage, &ResourceUsage::user_s);
+    const auto system_s = usage_text(end.usage, &ResourceUsage::system_s);
     return send_autocommit(conn, "process_table.mark_exited",
                     std::string("UPDATE process SET status = 'exited', ended_at = COALESCE(ended_at, now()),"
                                 " exit_code = COALESCE($2::integer, exit_code),"
                                 " term_signal = COALESCE($3::integer, term_signal), end_reason = $4,"
-                                " stdout_tail = COALESCE($5, stdout_tail), stderr_tail = COALESCE($6, stderr_tail)"
+                                " stdout_tail = COALESCE($5, stdout_tail), stderr_tail = COALESCE($6, stderr_tail),"
+                                " cpu_user_s = COALESCE($7::double precision, cpu_user_s),"
+                                " cpu_system_s = COALESCE($8::double precision, cpu_system_s)"
                                 " FROM ") +
                     k_async_commit + " WHERE id = $1",
                     id, param(exit_code), param(term_signal), end.end_reason, param(end.stdout_tail),
-                    param(end.stderr_tail));
+                    param(end.stderr_tail), param(user_s), param(system_s));
 }
 
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)

@@ -56,6 +56,9 @@ struct EndRecord {
     std::string end_reason;
     std::optional<std::string> stdout_tail;
     std::optional<std::string> stderr_tail;
+    // CPU time and peak RSS from the reaping waitid (ResourceUsage): NULL
+    // keeps what the row has.
+    std::optional<ResourceUsage> usage{};
 };
 
 // A hook's exit that its supervisor holds back for a moment (see

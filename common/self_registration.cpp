@@ -77,7 +77,10 @@ void close_self(pqxx::connection& conn, const SelfRow& self, int exit_code)
     if (!self.owned) {
         return;
     }
-    process_table::mark_exited(conn, self.id, {exit_code, std::nullopt, "exited", {}, {}});
+    // Its own CPU so far, everything it reaped included: the orchestrator and a
+    // worker run by hand have no reaper of ours to record it.
+    process_table::mark_exited(conn, self.id,
+                               {exit_code, std::nullopt, "exited", {}, {}, ResourceUsage::of_self_and_reaped()});
 }
 
 std::string containment_scope(const std::string& data_dir)

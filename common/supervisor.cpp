@@ -105,7 +105,11 @@ Supervisor::~Supervisor()
             ::rmdir(m_containment.scope_dir().c_str()); // only succeeds when no other supervisor uses it
         }
         if (m_owns_self_row) {
-            process_table::mark_exited(m_conn, m_self_id, {std::nullopt, std::nullopt, "exited", {}, {}});
+            // Its own usage so far: a process nobody waits for (a worker run by
+            // hand) still has it, and a parent's reap later overwrites it with the
+            // kernel's final figure.
+            process_table::mark_exited(m_conn, m_self_id,
+                                       {std::nullopt, std::nullopt, "exited", {}, {}, ResourceUsage::of_self_and_reaped()});
         }
     } catch (const std::exception& e) {
         log::error("supervisor shutdown failed", {{"error", e.what()}});
@@ -192,7 +196,7 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
     record_exit(tree.row_id(),
                 {exit.exit_code, exit.term_signal, tree.end_reason,
                  read_log_tail(tree.stdout_path(), m_options.tail_bytes),
-                 read_log_tail(tree.stderr_path(), m_options.tail_bytes)},
+                 read_log_tail(tree.stderr_path(), m_options.tail_bytes), exit.usage},
                 tree.hook && !tree.claimed);
     tree.recorded = true;
     log::write(tree.owner_logs ? log::Level::debug : log::Level::info, "process exited",

@@ -15,6 +15,7 @@
 // minute to minute, and a ratio of two runs minutes apart would carry the drift.
 // Needs TEST_DATABASE_URL.
 // Usage: bench_crawl <urls> <scale rows> <latency samples> <idle seconds> [<rounds of row 2>]
+#include "common/resource_usage.hpp"
 #include "tests/bench/bench_proc.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/support/command_runner.hpp"
@@ -29,6 +30,7 @@
 #include <thread>
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -54,6 +56,17 @@ struct Bench {
     ScratchDir data{"bench-data"};
     ScratchDir plugins{"bench-plugins"};
     fs::path noop = bin_path("bench_noop");
+    // The server of our connections (PostgreSQL's postmaster), whose CPU each run reads.
+    pid_t postmaster = [this] {
+        const auto backend = pqxx::nontransaction(*conn).exec1("SELECT pg_backend_pid()")[0].as<long>();
+        std::ifstream status("/proc/" + std::to_string(backend) + "/status");
+        for (std::string line; std::getline(status, line);) {
+            if (line.rfind("PPid:", 0) == 0) {
+                return static_cast<pid_t>(std::stol(line.substr(5)));
+            }
+        }
+        throw std::runtime_error("cannot find the PostgreSQL server's process (is it on this machine?)");
+    }();
 
     Bench()
     {
@@ -117,12 +130,23 @@ std::vector<std::string> urls(int n, const std::string& tag)
     return out;
 }
 
+// Where a run's machine CPU went, in ms per snapshot: the hooks, the processes
+// running them (snapshot workers; the raw loop's workers), those managing them
+// (orchestrator and crawl worker; none in the raw loop), PostgreSQL (its
+// postmaster's tree) and the rest of the machine (kernel threads, interrupts,
+// the bench itself).
+struct CpuSplit {
+    double hooks = 0, workers = 0, managers = 0, postgres = 0, rest = 0;
+};
+
 struct CrawlRun {
     double per_s = 0;
     double wall_s = 0;
     double cpu_ms = 0; // machine CPU per snapshot over the whole orchestrator run
     int workers = 0; // snapshot_worker processes the crawl used
+    CpuSplit split;
 };
+
 
 // Lets the database go quiet before a measurement: flushes what earlier steps
 // (bench_claims' million rows, the history fill) left dirty and waits for their
@@ -133,6 +157,12 @@ void settle(Bench& b)
     pqxx::nontransaction(*b.conn).exec0("CHECKPOINT");
     eventually([&] { return b.scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'") == 0; },
                std::chrono::seconds(60));
+}
+
+// Clock ticks in ms per item.
+double ticks_ms_each(long ticks, int items)
+{
+    return static_cast<double>(ticks) * 1000.0 / static_cast<double>(sysconf(_SC_CLK_TCK)) / items;
 }
 
 // Machine CPU (all processes: ours, PostgreSQL, the hooks) since `busy0`, in ms per item.
@@ -149,6 +179,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     const auto id = b.add(urls(n, tag));
     const auto t0 = Clock::now();
     const long busy0 = bench::machine_busy_ticks();
+    const long pg0 = bench::server_tree_ticks(b.postmaster);
     SpawnedProcess orch(b.orchestrator({"--idle-window", "0", "--max-crawl-workers", "1", "--max-snapshot-workers",
                                         std::to_string(k_snapshot_workers)}),
                         b.env());
@@ -158,6 +189,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     CrawlRun out;
     out.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     out.cpu_ms = cpu_ms_each(busy0, n);
+    const double pg_ms = ticks_ms_each(bench::server_tree_ticks(b.postmaster) - pg0, n);
     const auto q = "'" + id + "'";
     const double sealed = b.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND crawl_id = " + q);
     if (sealed != n) {
@@ -167,8 +199,24 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     const double span = b.scalar("SELECT extract(epoch FROM max(sealed_at) - min(created_at)) FROM snapshot WHERE crawl_id = " + q);
     out.per_s = n / span;
     out.workers = static_cast<int>(b.scalar("SELECT count(*) FROM process WHERE worker_type = 'snapshot' AND crawl_id = " + q));
-    std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s; machine CPU %.2f ms per snapshot)\n",
-                tag.c_str(), n, span, out.per_s, out.wall_s, out.cpu_ms);
+    // The process rows' CPU as their reapers recorded it: each includes what it
+    // reaped (hooks in their snapshot worker, everything in the orchestrator).
+    auto cpu_ms = [&](const std::string& where) {
+        const double s = b.scalar("SELECT sum(cpu_user_s + cpu_system_s) FROM process WHERE " + where);
+        if (s < 0) {
+            throw std::runtime_error("no CPU recorded for " + where);
+        }
+        return s * 1000.0 / n;
+    };
+    const double hooks = cpu_ms("process_type = 'hook' AND crawl_id = " + q);
+    const double workers = cpu_ms("worker_type = 'snapshot' AND crawl_id = " + q);
+    const double all = cpu_ms("process_type = 'orchestrator' AND id = (SELECT parent_id FROM process "
+                              "WHERE worker_type = 'crawl' AND crawl_id = " + q + " LIMIT 1)");
+    out.split = {hooks, workers - hooks, all - workers, pg_ms, out.cpu_ms - all - pg_ms};
+    std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s; machine CPU %.2f ms per snapshot: "
+                "hooks %.2f, snapshot workers %.2f, orchestrator + crawl worker %.2f, PostgreSQL %.2f, the rest %.2f)\n",
+                tag.c_str(), n, span, out.per_s, out.wall_s, out.cpu_ms, out.split.hooks, out.split.workers,
+                out.split.managers, out.split.postgres, out.split.rest);
     return out;
 }
 
@@ -194,13 +242,19 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false)
     const auto worker = bin_path("bench_raw_worker").string();
     const auto hook = b.noop.string();
     const auto url = "DATABASE_URL=" + b.db.url();
-    char* envp[] = {const_cast<char*>(url.c_str()), nullptr};
+    // Each raw worker appends the CPU of the hooks it reaped there.
+    const auto usage_file = b.data / "raw_usage.txt";
+    std::ofstream(usage_file, std::ios::trunc).close();
+    const auto usage_env = "BENCH_USAGE_FILE=" + usage_file.string();
+    char* envp[] = {const_cast<char*>(url.c_str()), const_cast<char*>(usage_env.c_str()), nullptr};
+    double workers_s = 0; // the raw workers with their hooks (wait4)
     std::set<pid_t> running;
     int started = 0;
     int failed = 0;
     int first = 0; // the first snapshot number of the next worker's share
     const auto t0 = Clock::now();
     const long busy0 = bench::machine_busy_ticks();
+    const long pg0 = bench::server_tree_ticks(b.postmaster);
     while (started < workers || !running.empty()) {
         while (started < workers && running.size() < k_snapshot_workers) {
             // An even share of the n snapshots: the first n % workers get one more.
@@ -226,12 +280,18 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false)
             first += count;
         }
         int status = 0;
-        const pid_t pid = ::wait(&status);
-        if (running.erase(pid) != 0 && !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-            ++failed;
+        struct rusage ru{};
+        const pid_t pid = ::wait4(-1, &status, 0, &ru);
+        if (running.erase(pid) != 0) {
+            const auto usage = ResourceUsage::from_rusage(ru);
+            workers_s += usage.user_s + usage.system_s;
+            if (!(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+                ++failed;
+            }
         }
     }
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
+    const double pg_ms = ticks_ms_each(bench::server_tree_ticks(b.postmaster) - pg0, n);
     if (failed > 0) {
         throw std::runtime_error(std::to_string(failed) + " raw workers failed");
     }
@@ -249,10 +309,17 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false)
     out.per_s = n / s;
     out.cpu_ms = cpu_ms_each(busy0, n);
     out.workers = workers;
+    double hooks_s = 0;
+    std::ifstream usage(usage_file);
+    for (double s = 0; usage >> s;) {
+        hooks_s += s;
+    }
+    out.split = {hooks_s * 1000.0 / n, (workers_s - hooks_s) * 1000.0 / n, 0, pg_ms,
+                 out.cpu_ms - workers_s * 1000.0 / n - pg_ms};
     std::printf("raw ceiling%s: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU "
-                "%.2f ms per snapshot)\n",
+                "%.2f ms per snapshot: hooks %.2f, workers %.2f, PostgreSQL %.2f, the rest %.2f)\n",
                 record ? " recording (a row per hook and its exit, a durable seal per snapshot)" : "", workers, n, s,
-                out.per_s, out.cpu_ms);
+                out.per_s, out.cpu_ms, out.split.hooks, out.split.workers, out.split.postgres, out.split.rest);
     return out;
 }
 
@@ -359,6 +426,7 @@ int main(int argc, char** argv)
         crawl(b, std::min(n, 20), "warmup");
         const int rounds = std::max(1, argc > 5 ? std::atoi(argv[5]) : 3);
         std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu;
+        std::vector<CpuSplit> raw_splits, our_splits;
         CrawlRun ours;
         long rss_orch = 0;
         long rss_crawl = 0;
@@ -369,9 +437,11 @@ int main(int argc, char** argv)
                 const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
                 raw_rates.push_back(raw_run.per_s);
                 raw_cpu.push_back(raw_run.cpu_ms);
+                raw_splits.push_back(raw_run.split);
                 ours = crawl(b, n, "e2e" + std::to_string(r));
                 our_rates.push_back(ours.per_s);
                 our_cpu.push_back(ours.cpu_ms);
+                our_splits.push_back(ours.split);
                 ratios.push_back(ours.per_s / raw_rates.back());
                 std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
             }
@@ -397,6 +467,23 @@ int main(int argc, char** argv)
         const double raw_cpu_ms = bench::median(raw_cpu);
         bench::report_context("2 context: machine CPU per snapshot (ms; ratio raw/ours)", bench::fixed(our_cpu_ms, 2),
                               bench::fixed(raw_cpu_ms, 2), bench::fixed(raw_cpu_ms / our_cpu_ms, 2));
+        // Where it goes (medians of each part): what the hooks cost is the same
+        // program either way; the difference is ours.
+        auto split = [](const std::vector<CpuSplit>& runs, bool managers) {
+            auto part = [&](double CpuSplit::*field) {
+                std::vector<double> v;
+                for (const auto& run : runs) {
+                    v.push_back(run.*field);
+                }
+                return bench::fixed(bench::median(v), 2);
+            };
+            return part(&CpuSplit::hooks) + " / " + part(&CpuSplit::workers) + " / " +
+                   (managers ? part(&CpuSplit::managers) : std::string("-")) + " / " + part(&CpuSplit::postgres) +
+                   " / " + part(&CpuSplit::rest);
+        };
+        bench::report_context("2 context: CPU ms per snapshot: hooks / workers / orchestrator+crawl worker / "
+                              "PostgreSQL / rest",
+                              split(our_splits, true), split(raw_splits, false), "-");
         // For scale: the ceiling of one process and one connection per snapshot.
         bench::report_context("2 context: vs raw with a process + connection per snapshot", bench::fixed(our_rate),
                               bench::fixed(raw_per_snapshot), bench::fixed(our_rate / raw_per_snapshot, 2));

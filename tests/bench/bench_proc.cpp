@@ -1,6 +1,7 @@
 #include "tests/bench/bench_proc.hpp"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
 
 namespace orch::bench {
@@ -55,26 +56,65 @@ void PeakRssSampler::scan()
     }
 }
 
-long cpu_ticks(pid_t pid)
+namespace {
+
+// Fields 4 (ppid) and 14 to 17 (utime, stime, cutime, cstime) of /proc/<pid>/stat.
+struct StatTimes {
+    pid_t ppid = 0;
+    long utime = 0, stime = 0, cutime = 0, cstime = 0;
+};
+
+std::optional<StatTimes> stat_times(pid_t pid)
 {
     std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
     std::string stat;
     if (!std::getline(in, stat)) {
-        return -1;
+        return std::nullopt;
     }
-    // Fields after "(comm)": state is field 3, utime 14, stime 15.
+    // Fields after "(comm)": state is field 3.
     std::istringstream rest(stat.substr(stat.rfind(')') + 2));
     std::string field;
-    long utime = 0;
-    long stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-        if (i == 14) {
-            utime = std::stol(field);
-        } else if (i == 15) {
-            stime = std::stol(field);
+    StatTimes t;
+    for (int i = 3; i <= 17 && rest >> field; ++i) {
+        switch (i) {
+        case 4: t.ppid = static_cast<pid_t>(std::stol(field)); break;
+        case 14: t.utime = std::stol(field); break;
+        case 15: t.stime = std::stol(field); break;
+        case 16: t.cutime = std::stol(field); break;
+        case 17: t.cstime = std::stol(field); break;
+        default: break;
         }
     }
-    return utime + stime;
+    return t;
+}
+
+} // namespace
+
+long cpu_ticks(pid_t pid)
+{
+    const auto t = stat_times(pid);
+    return t ? t->utime + t->stime : -1;
+}
+
+long server_tree_ticks(pid_t server)
+{
+    const auto root = stat_times(server);
+    if (!root) {
+        return -1;
+    }
+    long total = root->utime + root->stime + root->cutime + root->cstime;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/proc", ec)) {
+        const auto name = entry.path().filename().string();
+        if (name.empty() || name.find_first_not_of("0123456789") != std::string::npos) {
+            continue;
+        }
+        const auto t = stat_times(static_cast<pid_t>(std::stol(name)));
+        if (t && t->ppid == server) {
+            total += t->utime + t->stime;
+        }
+    }
+    return total;
 }
 
 } // namespace orch::bench

@@ -1,7 +1,7 @@
 #pragma once
 
 // /proc readings for the end-to-end benchmark: peak RSS of running programs
-// (sampled, since the programs come and go) and CPU time of one process.
+// (sampled, since the programs come and go) and CPU time of processes.
 
 #include <atomic>
 #include <filesystem>
@@ -39,6 +39,13 @@ private:
 
 // utime + stime of `pid` in clock ticks (-1 if it is gone).
 long cpu_ticks(pid_t pid);
+
+// CPU of a server that forks a child per connection (the PostgreSQL
+// postmaster): its own and its reaped children's (cutime, cstime) plus that of
+// its live children, in clock ticks (-1 if it is gone). A child that exits moves
+// from the second term into the first, so the delta over a run is what the
+// server spent in it, connections that came and went included.
+long server_tree_ticks(pid_t server);
 
 // CPU time the whole machine spent busy (user, nice, system, irq, softirq; not
 // idle, iowait or steal), in clock ticks, from /proc/stat (-1 if unreadable).

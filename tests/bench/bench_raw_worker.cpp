@@ -7,6 +7,8 @@
 // row per hook inserted before its spawn and updated with its pid and exit code
 // after (asynchronous commit, as ours), and a durable seal of each snapshot,
 // numbered from FIRST (synchronous commit, as ours).
+// With BENCH_USAGE_FILE set, it appends the CPU seconds of the hooks it reaped
+// to that file (one line) before it exits: bench_crawl splits its CPU with it.
 //   bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]
 #include <libpq-fe.h>
 
@@ -16,6 +18,7 @@
 #include <string>
 
 #include <spawn.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 
 namespace {
@@ -109,5 +112,15 @@ int main(int argc, char** argv)
         }
     }
     PQfinish(conn);
+    if (const char* path = std::getenv("BENCH_USAGE_FILE"); path != nullptr && *path != '\0') {
+        struct rusage ru{};
+        getrusage(RUSAGE_CHILDREN, &ru);
+        auto seconds = [](const timeval& tv) { return static_cast<double>(tv.tv_sec) + static_cast<double>(tv.tv_usec) / 1e6; };
+        // One short line in append mode: the workers' lines do not interleave.
+        if (FILE* out = std::fopen(path, "a")) {
+            std::fprintf(out, "%.6f\n", seconds(ru.ru_utime) + seconds(ru.ru_stime));
+            std::fclose(out);
+        }
+    }
     return 0;
 }

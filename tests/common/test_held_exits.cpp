@@ -65,6 +65,7 @@ TEST_CASE("held exits are handed to the owner's statement - written by the timer
         CHECK(fx.column(handed.row_id, "status") == "exited");
         CHECK(fx.column(handed.row_id, "exit_code") == "0");
         CHECK(fx.column(handed.row_id, "pid") == std::to_string(handed.pid));
+        CHECK(fx.column(handed.row_id, "(cpu_user_s >= 0 AND cpu_system_s >= 0)") == "true");
 
         const auto left = sup.launch(fx.request({"true"}));
         REQUIRE(until_finished(sup, left.row_id));
@@ -172,6 +173,7 @@ TEST_CASE("a launch carries every exit held since the last write", "[supervisor]
         CHECK(fx.column(row, "status") == "exited");
         CHECK(fx.column(row, "xmin::text") == fx.column(next.row_id, "xmin::text"));
         CHECK(fx.column(row, "pid").size() > 0);
+        CHECK(fx.column(row, "(cpu_user_s >= 0 AND cpu_system_s >= 0)") == "true");
     }
     sup.teardown({next.row_id}, 2s);
 }

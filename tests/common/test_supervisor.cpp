@@ -48,6 +48,35 @@ TEST_CASE("a foreground hook is recorded: exit code - tails - env - cmd.sh", "[s
     CHECK(zombie_children() == 0);
 }
 
+TEST_CASE("a reaped process's row has its CPU time with its reaped children's - the supervisor's own row too",
+          "[supervisor]")
+{
+    SupervisionFixture fx;
+    std::string self;
+    {
+        Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
+        self = sup.self_row_id();
+        // Two children and itself, 0.1 s of CPU each by their own clocks.
+        const auto spinner = sup.launch(fx.request({program_path("sup_spinner").string(), "0.1", "2"}));
+        REQUIRE(spinner.started());
+        CHECK(sup.wait(spinner.row_id, 20s).exit_code == 0);
+        const auto idle = sup.launch(fx.request({"true"}));
+        REQUIRE(idle.started());
+        CHECK(sup.wait(idle.row_id, 20s).exit_code == 0);
+        CHECK(std::stod(fx.column(spinner.row_id, "(cpu_user_s + cpu_system_s)")) >= 0.3);
+        CHECK(std::stod(fx.column(spinner.row_id, "cpu_user_s")) > 0);
+        const double idle_cpu = std::stod(fx.column(idle.row_id, "(cpu_user_s + cpu_system_s)"));
+        CHECK(idle_cpu >= 0);
+        CHECK(idle_cpu < 0.3);
+        // Dashboards read it from the exits view.
+        CHECK(fx.column(spinner.row_id, "(SELECT cpu_s >= 0.3 FROM ops.process_exits e WHERE e.id = process.id)") ==
+              "true");
+        CHECK(fx.column(self, "cpu_user_s").empty()); // still running
+    }
+    // Closed by itself on the way out, with everything it reaped.
+    CHECK(std::stod(fx.column(self, "(cpu_user_s + cpu_system_s)")) >= 0.3);
+}
+
 TEST_CASE("spawn failures are values and close the row", "[supervisor]")
 {
     SupervisionFixture fx;
