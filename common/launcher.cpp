@@ -4,6 +4,7 @@
 #include "common/clone_into_cgroup_launcher.hpp"
 #include "common/errors.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -219,6 +220,17 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     const std::vector<std::string> args(spec.argv.begin() + 1, spec.argv.end());
     std::optional<bp::process> process;
     CgroupEntry cgroup_entry = CgroupEntry::none;
+    // The child's start time, bracketed by two clock readings (the launch
+    // returns once it has exec'd, well within a 10 ms tick mostly).
+    const auto before = boottime_ns();
+    auto start_ticks = [before](pid_t pid) {
+        if (auto ticks = start_ticks_between(before, boottime_ns())) {
+            return *ticks;
+        }
+        // Our unreaped child's pid is pinned, so its stat is valid even if it
+        // has already exited.
+        return read_proc_stat(pid).value_or(ProcStat{}).start_ticks;
+    };
     if (spec.cgroup_dir_fd >= 0 && !g_clone3_unusable.load(std::memory_order_relaxed)) {
         CloneIntoCgroupLauncher launcher(spec.cgroup_dir_fd);
         {
@@ -238,8 +250,9 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
             if (!launcher.child_pidfd) {
                 throw std::system_error(EINVAL, std::generic_category(), "clone3 returned no pidfd");
             }
+            const auto ticks = start_ticks(launcher.pid);
             return Spawned{Pidfd::adopt(std::move(launcher.child_pidfd), launcher.pid), launcher.pid,
-                           CgroupEntry::at_birth};
+                           CgroupEntry::at_birth, ticks};
         }
     }
     if (!process) {
@@ -256,6 +269,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
         return SpawnFailure{ec.value(), executable + ": " + ec.message()};
     }
     const pid_t pid = process->id();
+    const auto ticks = start_ticks(pid);
     // The child is unreaped, so its pid cannot be reused before this open.
     auto pidfd = Pidfd::open(pid);
     // Boost's destructor would SIGKILL the child: from here on the pidfd owns it.
@@ -263,7 +277,7 @@ std::variant<Spawned, SpawnFailure> spawn_process(const SpawnSpec& spec)
     if (!pidfd) {
         throw std::system_error(ESRCH, std::generic_category(), "pidfd_open of fresh child");
     }
-    return Spawned{std::move(*pidfd), pid, cgroup_entry};
+    return Spawned{std::move(*pidfd), pid, cgroup_entry, ticks};
 }
 
 } // namespace orch

@@ -2,6 +2,7 @@
 
 #include "common/pidfd.hpp"
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -29,6 +30,7 @@ struct Spawned {
     Pidfd pidfd;
     pid_t pgid = 0; // == pid: the child leads its own process group
     CgroupEntry cgroup_entry = CgroupEntry::none;
+    std::uint64_t start_ticks = 0; // as /proc/<pid>/stat field 22 has it
 };
 
 // The child could not be started (missing program, no permission, bad

@@ -4,6 +4,9 @@
 
 #include <sstream>
 
+#include <time.h>
+#include <unistd.h>
+
 namespace orch {
 namespace {
 
@@ -15,6 +18,24 @@ std::string read_small_file(const std::string& path, bool& ok)
 }
 
 } // namespace
+
+std::int64_t boottime_ns() noexcept
+{
+    timespec now{};
+    ::clock_gettime(CLOCK_BOOTTIME, &now);
+    return static_cast<std::int64_t>(now.tv_sec) * 1'000'000'000 + now.tv_nsec;
+}
+
+std::optional<std::uint64_t> start_ticks_between(std::int64_t before_ns, std::int64_t after_ns) noexcept
+{
+    // /proc reports nsec_to_clock_t(start_boottime): a truncating division by
+    // the nanoseconds of one USER_HZ tick.
+    static const std::int64_t ns_per_tick = 1'000'000'000 / ::sysconf(_SC_CLK_TCK);
+    if (before_ns < 0 || after_ns < before_ns || before_ns / ns_per_tick != after_ns / ns_per_tick) {
+        return std::nullopt;
+    }
+    return static_cast<std::uint64_t>(before_ns / ns_per_tick);
+}
 
 std::optional<ProcStat> read_proc_stat(pid_t pid)
 {

@@ -38,6 +38,18 @@ struct ProcStat {
 // for a vanished process; the comm field may contain ')' and spaces.
 std::optional<ProcStat> read_proc_stat(pid_t pid);
 
+// CLOCK_BOOTTIME now, in nanoseconds: the clock a process's start time is
+// taken from. Never throws.
+std::int64_t boottime_ns() noexcept;
+
+// The start time /proc/<pid>/stat reports (field 22, clock ticks since boot) for
+// a process the caller created between two boottime_ns() readings: exact when
+// both readings fall in the same tick (the kernel stamps the child in between
+// and truncates to ticks the same way), nullopt when a tick boundary lies
+// between them (read /proc then). Saves a launch the open, read and close of
+// /proc/<pid>/stat, which the kernel formats in full (52 fields) to give one.
+std::optional<std::uint64_t> start_ticks_between(std::int64_t before_ns, std::int64_t after_ns) noexcept;
+
 // Value of `name` in /proc/<pid>/environ; nullopt if absent, unreadable or the
 // process is gone (zombies have an empty environment).
 std::optional<std::string> read_environ_value(pid_t pid, std::string_view name);

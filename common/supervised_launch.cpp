@@ -163,12 +163,10 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
         }
     }
     result.pid = child.pidfd.pid();
-    // Our unreaped child's pid is pinned, so its stat is valid even if it
-    // has already exited.
     ProcessIdentity identity;
     identity.pid = result.pid;
     identity.boot_id = m_boot_id;
-    identity.start_ticks = read_proc_stat(result.pid).value_or(ProcStat{}).start_ticks;
+    identity.start_ticks = child.start_ticks;
     identity.pidfs_ino = child.pidfd.inode();
     identity.cookie = cookie;
     if (request.process_type == "hook") {

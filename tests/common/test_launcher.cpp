@@ -120,3 +120,34 @@ TEST_CASE("without a cgroup2 leaf the child joins its v1 freezer cgroup before e
     CHECK(eventually([&] { return leaf.members().empty(); }, 5s));
     CHECK(leaf.remove());
 }
+
+TEST_CASE("a launch's start ticks are those /proc reports - through clone3 and through vfork", "[launcher]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+    std::optional<CgroupLeaf> leaf;
+    if (sup.containment_mode() == ContainmentMode::cgroup2) {
+        leaf = sup.containment().create_leaf(sup.self_row_id(), random_uuid());
+    }
+    // Enough launches that some straddle a tick and take the /proc path too.
+    for (int i = 0; i < 300; ++i) {
+        SpawnSpec spec;
+        spec.argv = {"/bin/true"};
+        spec.envp = {"PATH=/usr/bin:/bin"};
+        spec.pwd = fx.dir;
+        spec.stdout_path = fx.dir / "ticks.out";
+        spec.stderr_path = fx.dir / "ticks.err";
+        if (leaf && i % 2 == 0) {
+            spec.cgroup_dir_fd = leaf->dir_fd();
+            spec.cgroup_procs_fd = leaf->procs_fd();
+        }
+        auto spawned = spawn_process(spec);
+        auto* child = std::get_if<Spawned>(&spawned);
+        REQUIRE(child != nullptr);
+        // Unreaped (a zombie at most): its stat is still its own.
+        const auto stat = read_proc_stat(child->pidfd.pid());
+        REQUIRE(stat);
+        CHECK(child->start_ticks == stat->start_ticks);
+        REQUIRE(eventually([&] { return child->pidfd.try_reap().has_value(); }));
+    }
+}

@@ -66,6 +66,21 @@ TEST_CASE("identity of a live process verifies - a changed start time is reuse",
     CHECK_FALSE(pidfd->send_signal(SIGTERM)); // ESRCH through the old pidfd, never another process
 }
 
+TEST_CASE("start ticks between two clock readings: the tick when both are in it - none across a boundary",
+          "[identity]")
+{
+    const std::int64_t tick = 1'000'000'000 / ::sysconf(_SC_CLK_TCK);
+    CHECK(start_ticks_between(5 * tick, 5 * tick) == 5u);
+    CHECK(start_ticks_between(5 * tick, 6 * tick - 1) == 5u);
+    CHECK(start_ticks_between(5 * tick + 1, 5 * tick + 2) == 5u);
+    CHECK_FALSE(start_ticks_between(6 * tick - 1, 6 * tick));
+    CHECK_FALSE(start_ticks_between(6 * tick, 6 * tick - 1)); // the clock does not go back
+    // Our own start, read now, is not in the future of the clock.
+    const auto self = read_proc_stat(::getpid());
+    REQUIRE(self);
+    CHECK(self->start_ticks <= static_cast<std::uint64_t>(boottime_ns() / tick));
+}
+
 TEST_CASE("proc stat parsing survives odd command names", "[identity]")
 {
     const auto self = read_proc_stat(getpid());
