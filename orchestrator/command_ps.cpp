@@ -22,6 +22,7 @@ constexpr const char* k_tree_query =
     "  'crawl_id', t.crawl_id, 'snapshot_id', t.snapshot_id, 'plugin', t.plugin, 'hook_name', t.hook_name,"
     "  'started_at', t.started_at, 'ended_at', t.ended_at,"
     "  'runtime_s', extract(epoch FROM t.runtime)::float8,"
+    "  'cpu_s', (SELECT c.cpu_user_s + c.cpu_system_s FROM process c WHERE c.id = t.id),"
     "  'exit_code', t.exit_code, 'term_signal', t.term_signal, 'signal_name', t.signal_name,"
     "  'end_reason', t.end_reason, 'outcome', t.outcome)::text "
     "FROM {} t "
@@ -79,17 +80,18 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     auto db = open_ops_database(options, false);
     auto& conn = db.conn();
     const bool json_lines = ps.json || (!ps.text && !stdout_is_terminal());
-    TextTable table({"TYPE", "ID", "PID", "STATUS", "RUNTIME", "EXIT", "WORK"});
+    TextTable table({"TYPE", "ID", "PID", "STATUS", "RUNTIME", "CPU", "EXIT", "WORK"});
     auto add_row = [&table](const nlohmann::json& row) {
         auto depth = row["depth"].get<int>();
         std::string tree = depth == 0 ? "" : std::string(static_cast<std::size_t>(depth - 1) * 2, ' ') + "`-";
         auto runtime = row["runtime_s"].is_null() ? std::nullopt : std::optional(row["runtime_s"].get<double>());
+        auto cpu = row["cpu_s"].is_null() ? std::nullopt : std::optional(row["cpu_s"].get<double>());
         auto status = row["status"].get<std::string>();
         if (status == "exited" && !row["outcome"].is_null()) {
             status += "/" + row["outcome"].get<std::string>();
         }
         table.add_row({tree + row["type"].get<std::string>(), row["id"].get<std::string>(), text_or(row, "pid"), status,
-                       format_duration(runtime), format_exit(int_or_null(row, "exit_code"), int_or_null(row, "term_signal")),
+                       format_duration(runtime), format_cpu(cpu), format_exit(int_or_null(row, "exit_code"), int_or_null(row, "term_signal")),
                        work_of(row)});
     };
     // A cursor, not one result: `ps --all` on a long-lived installation is millions

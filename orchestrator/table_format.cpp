@@ -56,6 +56,21 @@ std::string format_duration(std::optional<double> seconds)
     return fmt::format("{}d{:02}h", total / 86400, (total % 86400) / 3600);
 }
 
+std::string format_cpu(std::optional<double> seconds)
+{
+    if (!seconds || std::isnan(*seconds)) {
+        return "-";
+    }
+    const double s = std::max(0.0, *seconds);
+    if (s < 1.0) {
+        return fmt::format("{:.1f}ms", s * 1000);
+    }
+    if (s < 60.0) {
+        return fmt::format("{:.2f}s", s);
+    }
+    return format_duration(s);
+}
+
 std::string format_exit(std::optional<int> exit_code, std::optional<int> term_signal)
 {
     if (term_signal) {

@@ -23,6 +23,9 @@ private:
 
 // "850ms", "42s", "3m05s", "2h04m", "3d02h"; "-" for nullopt.
 std::string format_duration(std::optional<double> seconds);
+// CPU seconds, finer than a duration below a minute: "0.4ms", "12.3ms",
+// "1.75s"; a longer one as format_duration. "-" for none.
+std::string format_cpu(std::optional<double> seconds);
 
 // "0", "1 (exit)", "SIGKILL" style: exit code, or the signal name for a signal death; "-" if neither.
 std::string format_exit(std::optional<int> exit_code, std::optional<int> term_signal);

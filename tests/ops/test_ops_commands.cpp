@@ -80,6 +80,8 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     CHECK(hook["pid"] == 999007);
     CHECK(hook["hook_name"] == "on_Snapshot__10_title");
 
+    // The CPU the reaper recorded (none for the others here).
+    tree.exec("UPDATE process SET cpu_user_s = 1.25, cpu_system_s = 0.5 WHERE id = '" + h2 + "'");
     auto all = tree.run({"ps", "--all", "--json"});
     REQUIRE(all.exit_code == 0);
     ids.clear();
@@ -92,6 +94,8 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     CHECK(killed["term_signal"] == 9);
     CHECK(killed["signal_name"] == "SIGKILL");
     CHECK(killed["exit_code"] == 137);
+    CHECK(killed["cpu_s"] == 1.75);
+    CHECK(json::parse(lines_of(all.out)[4])["cpu_s"].is_null());
 
     auto text = tree.run({"ps", "--all", "--text"});
     INFO(text.out);
@@ -104,6 +108,8 @@ TEST_CASE("ops: ps prints the live tree in order - --all adds exited rows - --cr
     CHECK(lines[6].rfind("    `-hook ", 0) == 0);
     CHECK(lines[6].find("exited/timed_out") != std::string::npos);
     CHECK(lines[6].find("SIGKILL") != std::string::npos);
+    CHECK(lines[6].find(" 1.75s ") != std::string::npos);
+    CHECK(lines[0].find(" CPU ") != std::string::npos);
     CHECK(lines[6].find("wget/on_Snapshot__50_wget") != std::string::npos);
 
     // --state keeps the rows in those states, in tree order; exited ones imply --all.
