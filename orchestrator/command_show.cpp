@@ -45,7 +45,7 @@ constexpr const char* k_snapshot_hooks =
     "  'attempts', ar.attempts, 'duration_s', extract(epoch FROM ar.end_ts - ar.start_ts)::float8,"
     "  'output_str', ar.output_str, 'output_size', ar.output_size, 'error', ar.error,"
     "  'process_id', ar.process_id, 'exit_code', p.exit_code, 'term_signal', p.term_signal,"
-    "  'end_reason', p.end_reason)::text "
+    "  'end_reason', p.end_reason, 'cpu_s', p.cpu_user_s + p.cpu_system_s)::text "
     "FROM archive_result ar LEFT JOIN process p ON p.id = ar.process_id "
     "WHERE ar.snapshot_id = $1 ORDER BY ar.hook_name";
 
@@ -112,15 +112,16 @@ void print_snapshot(const nlohmann::json& s)
     if (!s["error"].is_null()) {
         std::cout << "error     " << one_line(s["error"].get<std::string>(), 200) << '\n';
     }
-    TextTable table({"HOOK", "PLUGIN", "STATUS", "TIME", "EXIT", "PROCESS", "OUTPUT / ERROR"});
+    TextTable table({"HOOK", "PLUGIN", "STATUS", "TIME", "CPU", "EXIT", "PROCESS", "OUTPUT / ERROR"});
     for (const auto& h : s["hooks"]) {
         auto duration = h["duration_s"].is_null() ? std::nullopt : std::optional(h["duration_s"].get<double>());
         auto exit_code = h["exit_code"].is_null() ? std::nullopt : std::optional(h["exit_code"].get<int>());
         auto signal = h["term_signal"].is_null() ? std::nullopt : std::optional(h["term_signal"].get<int>());
+        auto cpu = h["cpu_s"].is_null() ? std::nullopt : std::optional(h["cpu_s"].get<double>());
         auto detail = !h["error"].is_null() ? h["error"].get<std::string>()
                                             : h["output_str"].is_null() ? "" : h["output_str"].get<std::string>();
         table.add_row({str(h, "hook_name"), str(h, "plugin"), str(h, "status"), format_duration(duration),
-                       format_exit(exit_code, signal), str(h, "process_id"), one_line(detail, 60)});
+                       format_cpu(cpu), format_exit(exit_code, signal), str(h, "process_id"), one_line(detail, 60)});
     }
     if (!table.empty()) {
         std::cout << '\n';

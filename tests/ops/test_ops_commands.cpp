@@ -248,14 +248,20 @@ TEST_CASE("ops: show crawl and show snapshot with per-hook results - text and JS
     CHECK(j["hooks"][1]["failed"] == 1);
     CHECK(j["hooks"][1]["last_error"] == "boom");
 
+    // The CPU its process (h2, on s2) had when it was reaped.
+    tree.exec("UPDATE archive_result SET process_id = '" + h2 + "' WHERE snapshot_id = '" + s2 +
+              "' AND hook_name = 'on_Snapshot__50_wget'");
+    tree.exec("UPDATE process SET cpu_user_s = 0.2, cpu_system_s = 0.05 WHERE id = '" + h2 + "'");
     auto s = json::parse(tree.run({"show", "snapshot", s2, "--json"}).out);
     CHECK(s["outcome"] == "failed");
     REQUIRE(s["hooks"].size() == 2);
     CHECK(s["hooks"][1]["status"] == "failed");
     CHECK(s["hooks"][1]["error"] == "boom");
     CHECK(s["hooks"][1]["duration_s"].get<double>() == Approx(29).margin(0.5));
+    CHECK(s["hooks"][1]["cpu_s"].get<double>() == Approx(0.25));
     auto st = tree.run({"show", "snapshot", s2});
     CHECK(st.out.find("status    sealed (failed)") != std::string::npos);
+    CHECK(st.out.find(" 250.0ms ") != std::string::npos);
 
     auto missing = tree.run({"show", "snapshot", c1});
     CHECK(missing.exit_code == 6);
