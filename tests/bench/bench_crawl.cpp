@@ -56,16 +56,26 @@ struct Bench {
     ScratchDir data{"bench-data"};
     ScratchDir plugins{"bench-plugins"};
     fs::path noop = bin_path("bench_noop");
-    // The server of our connections (PostgreSQL's postmaster), whose CPU each run reads.
+    // The server of our connections (PostgreSQL's postmaster), whose CPU each run
+    // reads: our backend's parent. Both must be postgres processes of this machine
+    // (a server elsewhere would hand us the pid of some unrelated local process).
     pid_t postmaster = [this] {
         const auto backend = pqxx::nontransaction(*conn).exec1("SELECT pg_backend_pid()")[0].as<long>();
-        std::ifstream status("/proc/" + std::to_string(backend) + "/status");
-        for (std::string line; std::getline(status, line);) {
-            if (line.rfind("PPid:", 0) == 0) {
-                return static_cast<pid_t>(std::stol(line.substr(5)));
+        auto field = [](long pid, const std::string& file, const std::string& key) {
+            std::ifstream in("/proc/" + std::to_string(pid) + "/" + file);
+            for (std::string line; std::getline(in, line);) {
+                if (key.empty() || line.rfind(key, 0) == 0) {
+                    return line.substr(key.size());
+                }
             }
+            return std::string();
+        };
+        const auto server = std::atol(field(backend, "status", "PPid:").c_str());
+        if (field(backend, "comm", "") != "postgres" || server <= 1 || field(server, "comm", "") != "postgres") {
+            throw std::runtime_error("the PostgreSQL server must run on this machine: its CPU is read from /proc "
+                                     "(scripts/bench starts one)");
         }
-        throw std::runtime_error("cannot find the PostgreSQL server's process (is it on this machine?)");
+        return static_cast<pid_t>(server);
     }();
 
     Bench()
