@@ -48,8 +48,7 @@ std::optional<std::string> text(const std::optional<T>& value)
 }
 
 // One field of `usage` as a parameter; NULL without a usage.
-template <typename T>
-std::optional<std::string> usage_text(const std::optional<ResourceUsage>& usage, T ResourceUsage::*field)
+std::optional<std::string> usage_text(const std::optional<ResourceUsage>& usage, double ResourceUsage::*field)
 {
     if (!usage) {
         return std::nullopt;

@@ -56,8 +56,8 @@ struct EndRecord {
     std::string end_reason;
     std::optional<std::string> stdout_tail;
     std::optional<std::string> stderr_tail;
-    // CPU time and peak RSS from the reaping waitid (ResourceUsage): NULL
-    // keeps what the row has.
+    // CPU time from the reaping waitid (ResourceUsage): NULL keeps what the
+    // row has.
     std::optional<ResourceUsage> usage{};
 };
 

@@ -165,7 +165,6 @@ double transactions(Bench& b)
     return b.scalar("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
 }
 
-
 // Lets the database go quiet before a measurement: flushes what earlier steps
 // (bench_claims' million rows, the history fill) left dirty and waits for their
 // autovacuum workers, which otherwise take CPU from whichever figure runs next.
