@@ -1,6 +1,7 @@
 #include "common/env_setting.hpp"
 
 #include "common/errors.hpp"
+#include "common/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -53,7 +54,7 @@ std::uint64_t env_uint64(const char* name, std::uint64_t fallback, std::uint64_t
 
 std::uint64_t hook_log_max_bytes_from_env()
 {
-    return env_uint64("HOOK_LOG_MAX_BYTES", 64ull << 20, 64ull << 10, 1ull << 40);
+    return read_setting(setting::hook_log_max_bytes);
 }
 
 } // namespace orch

@@ -1,7 +1,7 @@
 #include "common/lease.hpp"
 
 #include "common/autocommit_statement.hpp"
-#include "common/env_setting.hpp"
+#include "common/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -102,7 +102,7 @@ bool Lease::release(pqxx::connection& conn)
 
 std::chrono::seconds lease_ttl_from_env()
 {
-    return std::chrono::seconds(env_int("LEASE_TTL", 30, 2, 3600));
+    return std::chrono::seconds(read_int_setting(setting::lease_ttl));
 }
 
 } // namespace orch

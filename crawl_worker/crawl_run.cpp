@@ -87,10 +87,14 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             }
             pump(Clock::now() + std::chrono::seconds(1));
         }
-        if (m_stopping == Stop::signal) {
+        if (m_stopping == Stop::signal || m_stopping == Stop::refused) {
             stop_workers();
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
             m_lease.release(m_conn);
+            if (m_stopping == Stop::refused) {
+                log::error("crawl released for a later run: " + m_stop_reason);
+                return ExitCode::config;
+            }
             log::warn("crawl released for a later run (stop requested)");
             return ExitCode::interrupted;
         }
@@ -273,6 +277,20 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     if (worker_left_snapshot_consistent(outcome)) {
         return;
     }
+    if (!outcome.term_signal && outcome.exit_code == to_int(ExitCode::config)) {
+        // It refused before running anything (snapshot_worker reads its whole
+        // configuration first). Every other worker would refuse too, and the
+        // snapshots are not at fault: none of them may spend an attempt on it.
+        auto reason = fmt::format("a snapshot worker refused its configuration (exit 3); see orchestrator logs {} "
+                                  "--stderr",
+                                  outcome.row_id);
+        m_store.give_back_refused(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
+        if (m_stopping == Stop::none || m_stopping == Stop::signal) {
+            m_stopping = Stop::refused;
+            m_stop_reason = reason;
+        }
+        return;
+    }
     // The worker may have moved on from the snapshot it was started with: the one it
     // died on is the one leased to its row (none if it died between two).
     auto snapshot_id = m_store.held_by(outcome.row_id).value_or(first_snapshot);
@@ -311,7 +329,7 @@ void CrawlRun::pump(Clock::time_point until)
     if (rc < 0 && errno != EINTR) {
         throw_errno("poll");
     }
-    if (m_stop.take() > 0 && m_stopping != Stop::signal) {
+    if (m_stop.take() > 0 && m_stopping != Stop::signal && m_stopping != Stop::refused) {
         log::warn("stop requested: no new snapshot workers; stopping the running ones");
         m_stopping = Stop::signal;
     }

@@ -49,11 +49,12 @@ public:
     CrawlRun(Context ctx, Supervisor& supervisor, CrawlStore& store, Lease& lease, pqxx::connection& conn,
              StopSignals& stop);
 
-    // ok = sealed; interrupted = stopped by a signal, crawl released; lease_lost.
+    // ok = sealed; interrupted = stopped by a signal, crawl released; config_error =
+    // a snapshot worker refused its configuration, crawl released; lease_lost.
     ExitCode run(const std::vector<CrawlHook>& crawl_hooks, const std::vector<CrawlHook>& end_hooks);
 
 private:
-    enum class Stop { none, signal, cancelled, timed_out, failed };
+    enum class Stop { none, signal, refused, cancelled, timed_out, failed };
 
     // Runs the hooks of one event in step order; returns false if a required hook failed.
     bool run_hooks(const std::vector<CrawlHook>& hooks, const char* event);

@@ -134,6 +134,21 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
     return sealed;
 }
 
+void CrawlStore::give_back_refused(const std::string& snapshot_id, const std::string& worker,
+                                   const std::string& reason)
+{
+    pqxx::work tx(m_conn);
+    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
+    if (fence.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while giving back a snapshot", m_crawl_id));
+    }
+    tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
+                    " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
+                    "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND lease_owner = $3",
+                    snapshot_id, m_crawl_id, worker, reason);
+    tx.commit();
+}
+
 int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& reason)
 {
     pqxx::work tx(m_conn);

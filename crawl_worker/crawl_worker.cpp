@@ -4,6 +4,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
+#include "common/settings.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/lean_exec.hpp"
@@ -73,8 +74,11 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     const auto& crawl_hooks = hooks["Crawl"];
     const auto& end_hooks = hooks["CrawlEnd"];
     // Every setting is read before anything is written: a bad one changes nothing.
-    auto grace = std::chrono::seconds(env_int("TEARDOWN_GRACE", 10, 1, 3600));
-    int max_attempts = env_int("SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100);
+    // The snapshot workers' too: they inherit our environment, and each of them
+    // would refuse its snapshot in turn.
+    check_settings();
+    auto grace = std::chrono::seconds(read_int_setting(setting::teardown_grace));
+    int max_attempts = read_int_setting(setting::snapshot_max_attempts);
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
     forced_containment_from_env();

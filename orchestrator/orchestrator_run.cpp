@@ -4,6 +4,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
+#include "common/settings.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
 #include "common/lean_exec.hpp"
@@ -297,7 +298,9 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // Every worker would refuse a broken plugin configuration (exit 3) after being
     // spawned for a claimed crawl; refusing here claims nothing and names the file.
     plan_hooks(plugin_roots(options.plugins_dir), nlohmann::json::object(), {"Crawl", "Snapshot", "CrawlEnd"});
-    // Likewise the settings from the environment: read before anything is written.
+    // Likewise the settings from the environment, the workers' included: read before
+    // anything is written.
+    check_settings();
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
     forced_containment_from_env();

@@ -4,6 +4,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
+#include "common/settings.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
 #include "common/ids.hpp"
@@ -29,12 +30,6 @@
 
 namespace orch {
 namespace {
-
-// A process that keeps taking snapshots is recycled after this many
-// (SNAPSHOT_WORKER_MAX_SNAPSHOTS), so that whatever it accumulates (heap
-// fragmentation, caches) stays bounded; the crawl worker starts a fresh one
-// while snapshots are due.
-constexpr int k_default_max_snapshots = 1000;
 
 // What every snapshot run by this process shares: they all belong to one crawl.
 struct WorkerScope {
@@ -124,16 +119,18 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     for (auto& h : hooks["Snapshot"]) {
         scope.planned.push_back(PlannedHook{std::move(h.hook), std::move(h.config), {}});
     }
+    // All of them, also those only a crawl worker reads: one rule for every executable.
+    check_settings();
     UrlFilter filter(snapshot->crawl_config);
     scope.filter = &filter;
-    scope.parallelism = static_cast<std::size_t>(env_int("HOOK_PARALLELISM", 1, 1, 64));
+    scope.parallelism = static_cast<std::size_t>(read_int_setting(setting::hook_parallelism));
     scope.teardown_grace = std::chrono::milliseconds(
-        static_cast<long long>(env_int("TEARDOWN_GRACE", 10, 1, 3600)) * 1000);
+        static_cast<long long>(read_int_setting(setting::teardown_grace)) * 1000);
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
     forced_containment_from_env();
-    const int max_snapshots = env_int("SNAPSHOT_WORKER_MAX_SNAPSHOTS", k_default_max_snapshots, 1, 1'000'000);
+    const int max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
     const auto crawl_id = snapshot->crawl_id;
 
     auto machine = detect_machine(optional_machine_id(common));

@@ -253,21 +253,87 @@ TEST_CASE("crawl_worker: SIGTERM releases the crawl unsealed - a second run fini
     check_nothing_left(f);
 }
 
-TEST_CASE("crawl_worker: snapshot workers that fail before claiming their snapshot still use up its attempts",
+namespace {
+
+// A directory whose snapshot_worker is a script that prints `message` and exits
+// with `code` before touching anything, as a worker that cannot start would; the
+// crawl worker finds its sibling executables through ORCH_BIN_DIR.
+std::filesystem::path failing_worker_dir(CrawlFixture& f, int code, const std::string& message)
+{
+    auto dir = f.root / ("bin-exit-" + std::to_string(code));
+    std::filesystem::create_directories(dir);
+    auto exe = dir / "snapshot_worker";
+    std::ofstream(exe) << "#!/bin/sh\necho 'snapshot_worker: error: " << message << "' >&2\nexit " << code << "\n";
+    std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+    return dir;
+}
+
+} // namespace
+
+TEST_CASE("crawl_worker: snapshot workers that die before claiming their snapshot still use up its attempts",
           "[crawl_worker][interrupts]")
 {
     CrawlFixture f;
     f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
     auto id = f.add_crawl(CrawlFixture::site_urls(2));
-    // Only snapshot_worker reads HOOK_PARALLELISM: every worker exits 3 (config) at once.
-    auto p = f.run(id, {{"HOOK_PARALLELISM", "0"}, {"SNAPSHOT_MAX_ATTEMPTS", "2"}}, 40s);
+    auto bin = failing_worker_dir(f, 1, "out of memory");
+    auto p = f.run(id, {{"ORCH_BIN_DIR", bin.string()}, {"SNAPSHOT_MAX_ATTEMPTS", "2"}}, 40s);
     INFO(p->output());
     CHECK(p->exit_code() == 0);
     CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/failed");
-    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'failed' AND error LIKE '%exited with code 3%'") ==
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'failed' AND error LIKE '%exited with code 1%'") ==
           2);
-    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 3") == 4);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 1") == 4);
     check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a snapshot worker that refuses its configuration releases the crawl - no attempt spent",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    const auto q = f.quote(id);
+    // Something only the snapshot workers see is wrong (here: their executable
+    // says so); they exit 3 before claiming. Each snapshot would otherwise be
+    // sealed failed after SNAPSHOT_MAX_ATTEMPTS refusals.
+    auto bin = failing_worker_dir(f, 3, "HOOK_PARALLELISM must be a whole number from 1 to 64");
+    auto p = f.run(id, {{"ORCH_BIN_DIR", bin.string()}, {"SNAPSHOT_MAX_ATTEMPTS", "1"}}, 40s);
+    INFO(p->output());
+    CHECK(p->exit_code() == 3);
+    CHECK(p->output().find("refused its configuration") != std::string::npos);
+    CHECK(f.scalar("SELECT status || '/' || coalesce(outcome, '-') || '/' || (lease_owner IS NULL) FROM crawl "
+                   "WHERE id = " + q) == "started/-/true");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q) == 3);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
+                  " AND status <> 'sealed' AND attempts = 0 AND lease_owner IS NULL AND retry_at <= now()") == 3);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 3") >= 1);
+    check_nothing_left(f, false);
+
+    // With the worker fixed, the same crawl runs to the end: one attempt each.
+    auto fixed = f.run(id, {{"SNAPSHOT_MAX_ATTEMPTS", "1"}}, 40s);
+    INFO(fixed->output());
+    CHECK(fixed->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded' "
+                  "AND attempts = 1") == 3);
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a setting only its snapshot workers read is checked before the crawl is claimed",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    auto p = f.run(id, {{"HOOK_PARALLELISM", "0"}}, 40s);
+    INFO(p->output());
+    CHECK(p->exit_code() == 3);
+    CHECK(p->output().find("HOOK_PARALLELISM must be a whole number from 1 to 64, got '0'") != std::string::npos);
+    CHECK(f.scalar("SELECT status || '/' || attempts || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " +
+                   f.quote(id)) == "queued/0/true");
+    CHECK(f.count("SELECT count(*) FROM snapshot") == 0);
+    CHECK(f.count("SELECT count(*) FROM process") == 0);
 }
 
 TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook that ignores the first",

@@ -1,0 +1,70 @@
+#include "common/settings.hpp"
+
+#include "common/containment.hpp"
+#include "common/env_setting.hpp"
+#include "common/errors.hpp"
+
+#include <fmt/format.h>
+
+#include <cstdlib>
+
+namespace orch {
+
+const std::vector<const Setting*>& all_settings()
+{
+    static const std::vector<const Setting*> k_all = {
+        &setting::teardown_grace,     &setting::lease_ttl,        &setting::snapshot_worker_max_snapshots,
+        &setting::snapshot_max_attempts, &setting::hook_parallelism, &setting::hook_log_max_bytes,
+    };
+    return k_all;
+}
+
+std::uint64_t read_setting(const Setting& s)
+{
+    return env_uint64(s.name, s.fallback, s.min, s.max);
+}
+
+int read_int_setting(const Setting& s)
+{
+    static_assert(setting::snapshot_worker_max_snapshots.max <= 2'147'483'647);
+    return static_cast<int>(read_setting(s));
+}
+
+std::vector<SettingState> settings_state()
+{
+    std::vector<SettingState> out;
+    for (const auto* s : all_settings()) {
+        SettingState state;
+        state.setting = s;
+        if (const char* v = std::getenv(s->name); v != nullptr && *v != '\0') {
+            state.raw = v;
+        }
+        try {
+            state.value = read_setting(*s);
+        } catch (const ConfigError& e) {
+            state.error = e.what();
+        }
+        out.push_back(std::move(state));
+    }
+    return out;
+}
+
+void check_settings()
+{
+    std::vector<std::string> problems;
+    for (const auto& state : settings_state()) {
+        if (!state.value) {
+            problems.push_back(state.error);
+        }
+    }
+    try {
+        forced_containment_from_env();
+    } catch (const ConfigError& e) {
+        problems.push_back(e.what());
+    }
+    if (!problems.empty()) {
+        throw ConfigError(fmt::format("{}", fmt::join(problems, "; ")));
+    }
+}
+
+} // namespace orch

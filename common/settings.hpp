@@ -1,0 +1,67 @@
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The numeric settings read from the environment (README, "Configuration"),
+// one entry each, so that every process that spawns others can check all of
+// them at start: the workers inherit its environment, and a typo found by a
+// snapshot worker only after its crawl was claimed would otherwise be met by
+// every snapshot in turn. Each process still reads the ones it uses.
+namespace orch {
+
+struct Setting {
+    const char* name;       // the environment variable
+    std::uint64_t fallback; // when unset or empty
+    std::uint64_t min;
+    std::uint64_t max;
+    const char* unit;       // "s", "bytes", or "" for a count
+    const char* read_by;    // the executables that use it
+    const char* meaning;
+};
+
+namespace setting {
+inline constexpr Setting lease_ttl{"LEASE_TTL", 30, 2, 3600, "s", "all three",
+                                   "a crawl or snapshot lease lasts this long between renewals"};
+inline constexpr Setting teardown_grace{"TEARDOWN_GRACE", 10, 1, 3600, "s", "crawl_worker, snapshot_worker",
+                                        "cap on a hook tree's wait between SIGTERM and SIGKILL"};
+inline constexpr Setting snapshot_max_attempts{"SNAPSHOT_MAX_ATTEMPTS", 3, 1, 100, "", "crawl_worker",
+                                               "attempts before a snapshot whose worker keeps dying is sealed failed"};
+inline constexpr Setting hook_parallelism{"HOOK_PARALLELISM", 1, 1, 64, "", "snapshot_worker",
+                                          "foreground hooks of one step run in parallel up to this"};
+// A process that keeps taking snapshots is recycled after this many, so that
+// whatever it accumulates (heap fragmentation, caches) stays bounded; the crawl
+// worker starts a fresh one while snapshots are due.
+inline constexpr Setting snapshot_worker_max_snapshots{
+    "SNAPSHOT_WORKER_MAX_SNAPSHOTS", 1000, 1, 1'000'000, "", "snapshot_worker",
+    "snapshots one snapshot worker takes before a fresh one replaces it"};
+inline constexpr Setting hook_log_max_bytes{"HOOK_LOG_MAX_BYTES", 64ull << 20, 64ull << 10, 1ull << 40, "bytes",
+                                            "all three", "on-disk bound of each child's stdout/stderr log"};
+} // namespace setting
+
+// Every entry above, in README order.
+const std::vector<const Setting*>& all_settings();
+
+// The setting's value from the environment, or its fallback when unset or
+// empty. Throws ConfigError naming the variable, the range and the value for
+// anything but a whole number in [min, max].
+std::uint64_t read_setting(const Setting& s);
+// The same for the settings whose range fits an int.
+int read_int_setting(const Setting& s);
+
+// One setting as the environment has it, for `orchestrator config show`.
+struct SettingState {
+    const Setting* setting = nullptr;
+    std::optional<std::string> raw; // the variable's value; nullopt when unset or empty
+    std::optional<std::uint64_t> value; // nullopt when invalid
+    std::string error;                  // why it is invalid
+};
+std::vector<SettingState> settings_state();
+
+// Reads every setting, ORCH_CONTAINMENT included. Throws one ConfigError that
+// names each invalid one. Call it at start, before anything is claimed.
+void check_settings();
+
+} // namespace orch
