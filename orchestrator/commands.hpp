@@ -42,4 +42,20 @@ void command_add(const CommonOptions& options, const AddOptions& add);
 // `status` of a stopped cluster.
 bool command_db(const CommonOptions& options, const std::string& action);
 
+// One orchestrator option as `config show` reports it: its long name and the
+// value the program will use (parsed, or the default).
+struct ShownOption {
+    std::string name;  // "--max-crawl-workers"
+    std::string value;
+};
+
+// `config show`: every option of `app` listed in `options`, every setting from
+// the environment (common/settings.hpp, containment, plugin roots) and every
+// plugin's effective configuration, each with the source of its value (the
+// command line is `args`, this process's arguments as given). JSON lines when
+// `json`. Reads no database. Prints everything, then throws ConfigError naming
+// each invalid value, if any.
+void command_config_show(const CLI::App& app, const std::vector<std::string>& args,
+                         const std::vector<ShownOption>& options, const std::string& plugins_dir, bool json);
+
 } // namespace orch

@@ -80,7 +80,17 @@ int main(int argc, char** argv)
         ->required()
         ->check(CLI::IsMember({"start", "stop", "status", "url"}));
 
+    bool config_json = false;
+    auto* config_cmd = app.add_subcommand("config", "configuration");
+    config_cmd->require_subcommand(1);
+    auto* config_show = config_cmd->add_subcommand(
+        "show", "every option, setting and plugin value in effect, and where it came from; exit 3 if one is invalid");
+    config_show->add_flag("--json", config_json, "one JSON object per line");
+
     OpsCommands ops(app, common);
+    // The arguments as given: `config show` tells a value from the command line
+    // from one from the environment (guarded_main hides secrets in argv later).
+    const std::vector<std::string> args(argv + 1, argv + argc);
 
     return guarded_main(app, argc, argv, [&]() -> int {
         configure_logging("orchestrator", common);
@@ -102,6 +112,23 @@ int main(int argc, char** argv)
                 }
             }
             command_schedule(common, schedule);
+            return 0;
+        }
+        if (*config_show) {
+            command_config_show(app, args,
+                                {{"--database-url", common.database_url},
+                                 {"--data-dir", common.data_dir},
+                                 {"--machine-id", common.machine_id},
+                                 {"--log-format", common.log_format},
+                                 {"--log-level", common.log_level},
+                                 {"--plugins-dir", run.plugins_dir},
+                                 {"--max-crawl-workers", std::to_string(run.max_crawl_workers)},
+                                 {"--max-snapshot-workers", std::to_string(run.max_snapshot_workers)},
+                                 {"--stop-grace", std::to_string(stop_grace_s)},
+                                 {"--poll-interval", std::to_string(poll_s)},
+                                 {"--idle-window", std::to_string(idle_s)},
+                                 {"--metrics-listen", run.metrics_listen}},
+                                run.plugins_dir, config_json);
             return 0;
         }
         if (*db) {
