@@ -5,6 +5,7 @@
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
 #include "common/settings.hpp"
+#include "common/url_filter.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/lean_exec.hpp"
@@ -71,6 +72,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     }
     // Plugin problems surface here, before the crawl is claimed: bad configuration changes nothing.
     auto hooks = plan_hooks(plugin_roots(options.plugins_dir), crawl->config, {"Crawl", "CrawlEnd"});
+    // Its snapshot workers' URL patterns too: each of them would refuse the crawl.
+    UrlFilter{crawl->config};
     const auto& crawl_hooks = hooks["Crawl"];
     const auto& end_hooks = hooks["CrawlEnd"];
     // Every setting is read before anything is written: a bad one changes nothing.

@@ -3,6 +3,7 @@
 #include "common/database.hpp"
 #include "common/errors.hpp"
 #include "common/migrate.hpp"
+#include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/crawl_enqueue.hpp"
 
 #include <fmt/format.h>
@@ -35,6 +36,9 @@ void command_add(const CommonOptions& options, const AddOptions& add)
     }
     // Validate before touching the database, so bad input never needs a connection.
     validated_urls(crawl.urls);
+    if (!add.config_json.empty() && crawl.config.is_object()) {
+        check_crawl_config(crawl.config, add.plugins_dir);
+    }
 
     auto data_dir = prepare_data_dir(options);
     auto db = Database::open(options, data_dir);

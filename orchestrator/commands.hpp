@@ -19,6 +19,7 @@ struct AddOptions {
     std::string label;
     std::vector<std::string> tags;
     std::string config_json;     // crawl config as a JSON object
+    std::string plugins_dir;     // --plugins-dir: the plugins the config is checked against
 };
 
 struct ScheduleOptions {
@@ -35,7 +36,8 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
 // Applies pending migrations; prints what it did.
 void command_migrate(const CommonOptions& options);
 
-// Stores one crawl and prints its id on stdout.
+// Stores one crawl and prints its id on stdout. Throws InvalidInput, before
+// connecting, for URLs or a crawl config the workers would refuse.
 void command_add(const CommonOptions& options, const AddOptions& add);
 
 // `db start|stop|status|url` for the embedded cluster. Returns false for a

@@ -102,6 +102,7 @@ int main(int argc, char** argv)
             return 0;
         }
         if (*add_cmd) {
+            add.plugins_dir = run.plugins_dir;
             command_add(common, add);
             return 0;
         }

@@ -7,7 +7,7 @@
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
-#include "snapshot_worker/url_filter.hpp"
+#include "common/url_filter.hpp"
 
 #include <chrono>
 #include <filesystem>

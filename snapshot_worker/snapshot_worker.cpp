@@ -20,7 +20,7 @@
 #include "common/supervisor.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
-#include "snapshot_worker/url_filter.hpp"
+#include "common/url_filter.hpp"
 
 #include <fmt/format.h>
 

@@ -4,6 +4,7 @@
 
 #include <catch2/catch.hpp>
 
+#include <filesystem>
 #include <fstream>
 
 using namespace orch::test;
@@ -92,6 +93,39 @@ TEST_CASE("orchestrator add rejects bad input with a clear message - code 7 - an
         CHECK(r.err.find("orchestrator: error:") == 0);
     }
     CHECK(crawl_count(db) == 0);
+}
+
+TEST_CASE("orchestrator add refuses a crawl config its workers would refuse - code 7 - and stores nothing", "[add]")
+{
+    ScratchDatabase db;
+    ScratchDir dir("orch-add-config-");
+    auto plugin = dir / "plugins" / "grab";
+    std::filesystem::create_directories(plugin);
+    std::ofstream(plugin / "on_Snapshot__10_grab.sh") << "#!/bin/sh\nexit 0\n";
+    std::filesystem::permissions(plugin / "on_Snapshot__10_grab.sh", std::filesystem::perms::owner_all);
+    std::ofstream(plugin / "config.json") << R"({"timeout": 5, "depth": 2})";
+    const std::string plugins = (dir / "plugins").string();
+    // Each of these used to be stored, then refused by every crawl worker (exit 3),
+    // which a daemon retries for ever.
+    const std::vector<std::pair<std::string, std::string>> cases{
+        {R"({"url_allow": "("})", "url_allow"},
+        {R"({"url_deny": ["ok", "[z-a]"]})", "url_deny"},
+        {R"({"plugins": {"grab": {"timeout": "soon"}}})", "plugins.grab.timeout"},
+        {R"({"GRAB_TIMEOUT": "soon"})", "GRAB_TIMEOUT"},
+        {R"({"plugins": {"title": {"enabled": "maybe"}}})", "plugins.title.enabled"},
+    };
+    for (const auto& [config, message] : cases) {
+        auto r = add(db, {"http://a.test/", "--config", config, "--plugins-dir", plugins});
+        INFO(config << " -> " << r.err);
+        CHECK(r.exit_code == 7);
+        CHECK(r.err.find(message) != std::string::npos);
+    }
+    CHECK(crawl_count(db) == 0);
+    auto ok = add(db, {"http://a.test/", "--config", R"({"plugins": {"grab": {"timeout": 9}}, "url_allow": "a\\.test"})",
+                       "--plugins-dir", plugins});
+    INFO(ok.err);
+    CHECK(ok.exit_code == 0);
+    CHECK(crawl_count(db) == 1);
 }
 
 TEST_CASE("usage errors exit 2 - --help and --version exit 0 - on all three executables", "[cli]")

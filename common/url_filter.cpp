@@ -1,4 +1,4 @@
-#include "snapshot_worker/url_filter.hpp"
+#include "common/url_filter.hpp"
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
