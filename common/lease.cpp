@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 #include <cstdlib>
 
 namespace orch {
@@ -61,9 +63,12 @@ std::optional<Lease> Lease::adopt(pqxx::connection& conn, LeaseTable table, cons
     return Lease(table, item_id, owner, ttl, r[0][0].as<int>());
 }
 
-Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts)
+Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts,
+                     Clock::time_point granted_at)
 {
-    return Lease(table, std::move(item_id), std::move(owner), ttl, attempts);
+    Lease lease(table, std::move(item_id), std::move(owner), ttl, attempts);
+    lease.m_renewed = std::min(granted_at, lease.m_renewed);
+    return lease;
 }
 
 bool Lease::renew(pqxx::connection& conn)

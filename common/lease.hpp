@@ -34,10 +34,14 @@ public:
                                       const std::string& owner, std::chrono::seconds ttl);
 
     // The lease `owner` was granted a moment ago by a claim made on its own behalf
-    // (claim_due_snapshots with itself as the owner; `attempts` as that claim
-    // returned): no round trip, the claim already set the expiry.
+    // (claim_due_snapshots with itself as the owner), or on its behalf by the
+    // parent that then started it (`attempts` as that claim returned): no round
+    // trip, the claim already set the expiry. `granted_at` is a moment taken
+    // before the claim was sent (the parent passes its own; CLOCK_MONOTONIC is
+    // shared by the processes of a machine), so renewals come no later than the
+    // claim's expiry requires; a time in the future counts as now.
     static Lease granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl,
-                         int attempts);
+                         int attempts, Clock::time_point granted_at = Clock::now());
 
     // Extends the lease. False when it was lost (expired and taken, or cleared).
     bool renew(pqxx::connection& conn);

@@ -234,6 +234,8 @@ void CrawlRun::spawn_due_workers()
     for (std::size_t i = m_workers.size(); i < m_ctx.max_workers; ++i) {
         owners.push_back(random_uuid());
     }
+    // Before the claim is sent: the leases it grants expire no earlier than this plus their TTL.
+    const auto claimed_at = std::chrono::duration_cast<std::chrono::nanoseconds>(Clock::now().time_since_epoch());
     auto claims = claim_due_snapshots(m_conn, m_ctx.crawl.id, m_lease.owner(), owners, m_lease.ttl(), scope);
     for (std::size_t i = 0; i < claims.size(); ++i) {
         const auto& claim = claims[i];
@@ -241,7 +243,10 @@ void CrawlRun::spawn_due_workers()
         req.row_id = claim.owner;
         // --continue: the worker then takes the crawl's next due snapshots itself, so
         // a process start and a database connection are paid per worker, not per snapshot.
-        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id, "--continue"};
+        // --lease-claimed-at: the worker takes up the lease as granted instead of
+        // confirming it in a round trip (its first write is fenced on it anyway).
+        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id, "--continue",
+                    "--lease-claimed-at", std::to_string(claimed_at.count()), "--attempt", std::to_string(claim.attempts)};
         req.argv.insert(req.argv.end(), m_ctx.worker_args.begin(), m_ctx.worker_args.end());
         req.env = m_ctx.worker_env;
         req.private_env = m_ctx.worker_private_env;

@@ -13,6 +13,12 @@ int main(int argc, char** argv)
     app.add_flag("--continue", options.continue_with_crawl,
                  "then run the crawl's next due snapshots until none is due (internal: for crawl workers)");
     app.add_option("--plugins-dir", options.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
+    app.add_option("--lease-claimed-at", options.lease_claimed_at_ns,
+                   "CLOCK_MONOTONIC ns when the parent leased the snapshot to the row it prepared (internal)")
+        ->check(CLI::NonNegativeNumber);
+    app.add_option("--attempt", options.attempt, "the attempt that lease counted (internal)")
+        ->needs("--lease-claimed-at")
+        ->check(CLI::NonNegativeNumber);
     return guarded_main(app, argc, argv, [&] {
         configure_logging("snapshot_worker", common);
         return to_int(run_snapshot_worker(common, options));

@@ -154,9 +154,13 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     int taken = 0;
     try {
         // Spawned by a crawl worker, our adopted row already holds the lease (claimed in
-        // a batch, attempt counted); run by hand, we claim it ourselves.
+        // a batch, attempt counted): taken as granted when the crawl worker said when
+        // it claimed, else confirmed by adopt(). Run by hand, we claim it ourselves.
         std::optional<Lease> lease;
-        if (snapshot->status != "sealed") {
+        if (snapshot->status != "sealed" && !self.owned && options.lease_claimed_at_ns) {
+            const Lease::Clock::time_point claimed_at{std::chrono::nanoseconds(*options.lease_claimed_at_ns)};
+            lease = Lease::granted(LeaseTable::snapshot, snapshot_id, self.id, ttl, options.attempt, claimed_at);
+        } else if (snapshot->status != "sealed") {
             lease = Lease::adopt(conn, LeaseTable::snapshot, snapshot_id, self.id, ttl);
             if (!lease) {
                 lease = Lease::claim(conn, LeaseTable::snapshot, snapshot_id, self.id, ttl);

@@ -3,6 +3,7 @@
 #include "common/cli_options.hpp"
 #include "common/exit_codes.hpp"
 
+#include <optional>
 #include <string>
 
 namespace orch {
@@ -16,6 +17,12 @@ struct SnapshotWorkerOptions {
     // due: one process and one connection serve many snapshots. Only for a worker
     // whose row was prepared by a crawl worker.
     bool continue_with_crawl = false;
+    // Set by the crawl worker that claimed the snapshot for `process_id` just
+    // before starting us (for the row it prepared): when it claimed (CLOCK_MONOTONIC ns) and the attempt
+    // that claim counted. The lease is then taken as granted, without a round
+    // trip; the first write for the snapshot is fenced on it.
+    std::optional<long long> lease_claimed_at_ns;
+    int attempt = 0;
 };
 
 // Runs every enabled Snapshot hook of one snapshot and seals it, then, with

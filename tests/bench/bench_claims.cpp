@@ -5,8 +5,9 @@
 //             seals it and claims the next for itself (k = 1, free leases only,
 //             fenced on the crawl lease);
 //   ours, batched: the spawn path: the crawl worker's batched claim (k owners per
-//             statement) + Lease::adopt + SnapshotStore::seal per item (what each
-//             freshly started snapshot worker runs for its first snapshot);
+//             statement) + SnapshotStore::seal per item under the lease taken as
+//             granted (Lease::granted, no round trip: what each freshly started
+//             snapshot worker does for its first snapshot, told by --lease-claimed-at);
 //   baseline: a pgbench-style raw claim, UPDATE ... FROM (SELECT ... ORDER BY the
 //             same keys FOR UPDATE SKIP LOCKED LIMIT k) RETURNING, and a raw complete
 //             (UPDATE ... = ANY), on the same indexes, each one statement in
@@ -91,16 +92,16 @@ long ours_spawned(pqxx::connection& conn, const std::string& crawl, long quota, 
         for (std::size_t i = 0; i < batch; ++i) {
             owners.push_back(random_uuid());
         }
+        const auto claimed_at = Lease::Clock::now();
         auto claims = claim_due_snapshots(conn, crawl, crawl_worker, owners, ttl);
         if (claims.empty()) {
             break;
         }
-        // Each snapshot worker: adopt the lease held by its row, run, seal.
+        // Each snapshot worker: take up the lease granted to its row, run, seal.
         for (const auto& claim : claims) {
-            if (!Lease::adopt(conn, LeaseTable::snapshot, claim.snapshot_id, claim.owner, ttl)) {
-                continue;
-            }
-            SnapshotStore store(conn, claim.snapshot_id);
+            const auto lease =
+                Lease::granted(LeaseTable::snapshot, claim.snapshot_id, claim.owner, ttl, claim.attempts, claimed_at);
+            SnapshotStore store(conn, lease.item_id());
             store.set_owner(claim.owner);
             store.seal();
             ++done;

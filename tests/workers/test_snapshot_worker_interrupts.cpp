@@ -209,3 +209,58 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - 
     CHECK(count_lines(runs, "after") == 1);
     CHECK(f.wait_no_leftovers().empty());
 }
+
+TEST_CASE("snapshot_worker: a lease its crawl worker claimed for it is taken as granted - one held by another stops "
+          "it before any hook",
+          "[snapshot_worker][lease]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    auto runs = f.file("runs");
+    f.write_hook("p", "on_Snapshot__10_first.sh", "echo first >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+    // What a crawl worker does before it starts one: a prepared row, the snapshot
+    // leased to it, and the moment of that claim on the command line.
+    f.exec("INSERT INTO machine (id, hostname, boot_id, cpu_count) VALUES ('granted-test', 'h', 'b', 1)");
+    auto prepared_row = [&] {
+        return f.scalar("INSERT INTO process (machine_id, process_type, status) "
+                        "VALUES ('granted-test', 'worker', 'queued') RETURNING id");
+    };
+    auto lease_to = [&](const std::string& row) {
+        f.exec("UPDATE snapshot SET status = 'started', attempts = 1, lease_owner = $1, "
+               " lease_expires_at = now() + interval '1 hour' WHERE id = $2",
+               {row, snap});
+    };
+    const auto claimed_at = std::to_string(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+    auto run = [&](const std::string& row) {
+        auto argv = f.worker_argv(snap);
+        argv.insert(argv.end(), {"--process-id", row, "--lease-claimed-at", claimed_at, "--attempt", "1"});
+        auto w = std::make_unique<SpawnedProcess>(argv, f.worker_env({{"MACHINE_ID", "granted-test"}}));
+        REQUIRE(w->wait_for(30s));
+        return w;
+    };
+
+    SECTION("granted: runs and seals")
+    {
+        auto row = prepared_row();
+        lease_to(row);
+        auto w = run(row);
+        INFO(w->err());
+        CHECK(w->exit_code() == 0);
+        CHECK(f.scalar("SELECT status || '/' || outcome || '/' || attempts FROM snapshot WHERE id = $1", {snap}) ==
+              "sealed/succeeded/1");
+        CHECK(count_lines(runs, "first") == 1);
+    }
+    SECTION("leased to another row: lease lost (8) - no hook runs - the lease stays with its holder")
+    {
+        auto other = prepared_row();
+        lease_to(other);
+        auto w = run(prepared_row());
+        INFO(w->err());
+        CHECK(w->exit_code() == 8);
+        CHECK_FALSE(std::filesystem::exists(runs));
+        CHECK(f.scalar("SELECT count(*) FROM process WHERE process_type = 'hook'") == "0");
+        CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = $1", {snap}) == other);
+    }
+}
