@@ -2,6 +2,7 @@
 
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/hook_argv.hpp"
 #include "common/hook_env.hpp"
 #include "common/log.hpp"
@@ -91,6 +92,14 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             stop_workers();
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
             m_lease.release(m_conn);
+            Event released{"crawl.released",
+                           m_stopping == Stop::refused ? "crawl released: " + m_stop_reason
+                                                       : std::string("crawl released: stop requested (signal)"),
+                           m_ctx.crawl.id};
+            released.machine_id = m_ctx.machine_id;
+            released.process_id = m_ctx.self_row_id;
+            released.detail = {{"reason", m_stopping == Stop::refused ? "configuration refused" : "signal"}};
+            record_event(m_conn, "crawl_worker", released);
             if (m_stopping == Stop::refused) {
                 log::error("crawl released for a later run: " + m_stop_reason);
                 return ExitCode::config;
@@ -318,6 +327,16 @@ int CrawlRun::recover_orphans()
     ro.grace = std::chrono::milliseconds(500);
     auto report = cleanup_stale_running(m_conn, m_ctx.machine_id, ro);
     m_supervisor.process_events();
+    if (report.killed_on_recovery + report.lost > 0) {
+        Event e{"recovery.cleaned",
+                fmt::format("a snapshot worker died: killed {} orphaned trees, closed {} stale rows",
+                            report.killed_on_recovery, report.lost),
+                m_ctx.crawl.id};
+        e.machine_id = m_ctx.machine_id;
+        e.process_id = m_ctx.self_row_id;
+        e.detail = {{"trees_killed", report.killed_on_recovery}, {"rows_lost", report.lost}};
+        record_event(m_conn, "crawl_worker", e);
+    }
     return report.killed_on_recovery;
 }
 

@@ -1,6 +1,7 @@
 #include "crawl_worker/crawl_store.hpp"
 
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 
 #include <fmt/format.h>
 
@@ -115,6 +116,10 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
     bool sealed = attempts >= max_attempts;
     if (sealed) {
         auto error = fmt::format("gave up after {} attempts: {}", attempts, reason);
+        Event e{"snapshot.gave_up", "snapshot sealed failed: " + error, m_crawl_id, snapshot_id};
+        e.process_id = m_owner;
+        e.detail = {{"attempts", attempts}, {"worker", dead_worker}};
+        record_event(tx, "crawl_worker", e);
         tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                         "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
                         snapshot_id, error);
@@ -189,6 +194,14 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     if (r.empty()) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
     }
+    auto counts = tx.exec_params1("SELECT count(*), count(*) FILTER (WHERE outcome = 'succeeded') FROM snapshot "
+                                  "WHERE crawl_id = $1",
+                                  m_crawl_id);
+    Event e{"crawl.sealed", fmt::format("crawl sealed {}{}", outcome, reason ? ": " + *reason : std::string()),
+            m_crawl_id};
+    e.process_id = m_owner;
+    e.detail = {{"outcome", outcome}, {"snapshots", counts[0].as<long>()}, {"succeeded", counts[1].as<long>()}};
+    record_event(tx, "crawl_worker", e);
     tx.commit();
     return outcome;
 }

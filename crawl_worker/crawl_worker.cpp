@@ -4,6 +4,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
+#include "common/event_journal.hpp"
 #include "common/settings.hpp"
 #include "common/url_filter.hpp"
 #include "common/errors.hpp"
@@ -108,6 +109,11 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
             return code;
         }
         store.set_owner(self.id);
+        Event started{"crawl.started", fmt::format("crawl claimed (attempt {})", lease->attempts()), crawl_id};
+        started.machine_id = machine.id;
+        started.process_id = self.id;
+        started.detail = {{"attempt", lease->attempts()}, {"pid", ::getpid()}};
+        record_event(conn, "crawl_worker", started);
         SupervisorOptions sup;
         sup.machine_id = machine.id;
         sup.self_row_id = self.id;

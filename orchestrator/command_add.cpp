@@ -2,6 +2,7 @@
 
 #include "common/database.hpp"
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/migrate.hpp"
 #include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/crawl_enqueue.hpp"
@@ -35,7 +36,7 @@ void command_add(const CommonOptions& options, const AddOptions& add)
         }
     }
     // Validate before touching the database, so bad input never needs a connection.
-    validated_urls(crawl.urls);
+    const auto url_count = validated_urls(crawl.urls).size();
     if (!add.config_json.empty() && crawl.config.is_object()) {
         check_crawl_config(crawl.config, add.plugins_dir);
     }
@@ -45,6 +46,12 @@ void command_add(const CommonOptions& options, const AddOptions& add)
     apply_migrations(db.conn());
     pqxx::work tx(db.conn());
     auto id = enqueue_crawl(tx, crawl);
+    Event e{"crawl.added", fmt::format("crawl added ({} URL{})", url_count, url_count == 1 ? "" : "s"), id};
+    e.detail = {{"urls", url_count}, {"max_depth", crawl.max_depth}};
+    if (crawl.label) {
+        e.detail["label"] = *crawl.label;
+    }
+    record_event(tx, "cli", e);
     tx.commit();
     std::cout << id << std::endl;
 }

@@ -1,6 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/ids.hpp"
 
 #include <fmt/format.h>
@@ -61,6 +62,11 @@ void command_cancel(const CommonOptions& options, const std::string& crawl_id)
         // A worker runs it: it sees the NOTIFY (crawl_cancel trigger) or its poll, stops
         // its snapshot workers and seals the crawl cancelled itself.
         tx.exec_prepared0("cancel_request", id);
+        Event e{"crawl.cancel_requested", "cancel requested by operator", id};
+        if (leased) {
+            e.detail["held_by"] = row[0][3].as<std::string>();
+        }
+        record_event(tx, "cli", e);
         tx.commit();
         std::cout << fmt::format("cancel requested for crawl {}{}; its crawl worker stops it\n", id,
                                  leased ? " (held by process " + row[0][3].as<std::string>() + ")" : "");
@@ -70,6 +76,9 @@ void command_cancel(const CommonOptions& options, const std::string& crawl_id)
     tx.exec_prepared0("cancel_fail_results", id, k_reason);
     auto sealed = tx.exec_prepared("cancel_seal_snapshots", id, k_reason).affected_rows();
     tx.exec_prepared0("cancel_seal_crawl", id, k_reason);
+    Event e{"crawl.cancelled", "cancelled by operator; no worker held it", id};
+    e.detail["snapshots_sealed"] = sealed;
+    record_event(tx, "cli", e);
     tx.commit();
     std::cout << fmt::format("crawl {} cancelled ({} unfinished snapshots sealed)\n", id, sealed);
 }

@@ -1,6 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 
 #include <fmt/format.h>
 
@@ -79,6 +80,9 @@ void command_create_reader_role(const CommonOptions& options, const ReaderRoleOp
     tx.exec0(fmt::format("ALTER ROLE {} SET statement_timeout = '{}'", name, k_statement_timeout));
     tx.exec0(fmt::format("ALTER ROLE {} SET idle_in_transaction_session_timeout = '{}'", name,
                          k_idle_in_transaction_timeout));
+    Event e{"ops.reader_role", fmt::format("read-only role {} {}", role.role_name, exists ? "updated" : "created")};
+    e.detail = {{"role", role.role_name}, {"password_set", password.has_value()}};
+    record_event(tx, "cli", e);
     tx.commit();
     std::cout << fmt::format("{} role {}: SELECT on the ops views of database {}, read-only transactions, "
                              "statement_timeout {}\n",

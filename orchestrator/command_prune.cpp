@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "common/event_journal.hpp"
 #include "orchestrator/age_option.hpp"
 
 #include <fmt/format.h>
@@ -74,8 +75,21 @@ void command_prune(const CommonOptions& options, const PruneOptions& prune)
             }
         }
     }
-    std::cout << fmt::format("deleted {} exited process rows older than {} and {} log files ({} bytes)\n", rows, age,
-                             files, bytes);
+    // The journal keeps the same horizon.
+    long events = 0;
+    {
+        pqxx::work tx(conn);
+        events = static_cast<long>(
+            tx.exec_params("DELETE FROM event WHERE at < now() - $1::interval", age).affected_rows());
+        Event e{"process.pruned",
+                fmt::format("pruned {} exited process rows older than {} ({} log files, {} bytes)", rows, age, files,
+                            bytes)};
+        e.detail = {{"older_than", age}, {"rows", rows}, {"files", files}, {"bytes", bytes}, {"events", events}};
+        record_event(tx, "cli", e);
+        tx.commit();
+    }
+    std::cout << fmt::format("deleted {} exited process rows older than {} and {} log files ({} bytes), {} events\n",
+                             rows, age, files, bytes, events);
 }
 
 } // namespace orch

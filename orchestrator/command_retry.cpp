@@ -1,6 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/ids.hpp"
 
 #include <fmt/format.h>
@@ -84,6 +85,7 @@ void command_retry(const CommonOptions& options, const std::string& raw_id)
     bool requeue_crawl_alone = !snapshot_id && crawl[0][3].as<bool>();
     if (targets.empty() && requeue_crawl_alone) {
         auto crawl_status = tx.exec_prepared1("retry_requeue_crawl", crawl_id)[0].as<std::string>();
+        record_event(tx, "cli", Event{"crawl.retried", "crawl queued again by operator", crawl_id});
         tx.commit();
         std::cout << fmt::format("queued again: crawl {} is {}\n", crawl_id, crawl_status);
         return;
@@ -98,6 +100,13 @@ void command_retry(const CommonOptions& options, const std::string& raw_id)
     auto results = tx.exec_prepared("retry_requeue_results", array).affected_rows();
     tx.exec_prepared0("retry_requeue_snapshots", array);
     auto crawl_status = tx.exec_prepared1("retry_requeue_crawl", crawl_id)[0].as<std::string>();
+    Event e{snapshot_id ? "snapshot.retried" : "crawl.retried",
+            fmt::format("{} snapshot{} and {} failed result{} queued again by operator", targets.size(),
+                        targets.size() == 1 ? "" : "s", results, results == 1 ? "" : "s"),
+            crawl_id, snapshot_id};
+    e.detail["snapshots"] = targets.size();
+    e.detail["results"] = results;
+    record_event(tx, "cli", e);
     tx.commit();
     std::cout << fmt::format("queued again: {} snapshot{}, {} failed result{}; crawl {} is {}\n", targets.size(),
                              targets.size() == 1 ? "" : "s", results, results == 1 ? "" : "s", crawl_id, crawl_status);

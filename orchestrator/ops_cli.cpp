@@ -58,6 +58,18 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_prune->add_option("--older-than", m_prune_options.older_than, "age such as 30d, 12h, 90m (default 30d)");
     m_prune->add_flag("--dry-run", m_prune_options.dry_run, "only count what would be deleted");
 
+    m_events = app.add_subcommand("events", "the event journal: operator actions and what the processes decided "
+                                            "(JSON lines when not on a terminal)");
+    auto* events_json = m_events->add_flag("--json", m_events_options.json, "JSON lines");
+    m_events->add_flag("--text", m_events_options.text, "the table even when stdout is not a terminal")
+        ->excludes(events_json);
+    m_events->add_option("--crawl-id", m_events_options.crawl_id, "only this crawl's events");
+    m_events->add_option("--since", m_events_options.since, "only the events of this window (30m, 2h, 1d)");
+    m_events->add_option("--kind", m_events_options.kinds,
+                         "only this kind (repeatable): crawl.cancelled, or a whole noun such as crawl");
+    m_events->add_option("-n,--limit", m_events_options.limit, "the newest N (default 50)")
+        ->check(CLI::Range(1L, 100000L));
+
     m_ops = app.add_subcommand("ops", "operations set-up");
     m_ops->require_subcommand(1);
     auto* role = m_ops->add_subcommand("create-reader-role",
@@ -83,6 +95,8 @@ std::optional<int> OpsCommands::run()
         command_retry(m_common, m_retry_id);
     } else if (*m_prune) {
         command_prune(m_common, m_prune_options);
+    } else if (*m_events) {
+        command_events(m_common, m_events_options);
     } else if (*m_ops) {
         command_create_reader_role(m_common, m_role_options);
     } else {

@@ -61,6 +61,17 @@ struct PruneOptions {
 };
 void command_prune(const CommonOptions& options, const PruneOptions& prune);
 
+struct EventsOptions {
+    std::string crawl_id;            // only this crawl's events
+    std::string since;               // "2h": only events of the last 2 hours
+    std::vector<std::string> kinds;  // "crawl.cancelled", or a whole noun: "crawl"
+    long limit = 50;                 // the newest N, printed oldest first
+    bool json = false;               // JSON lines (also when stdout is not a terminal)
+    bool text = false;               // the table even when stdout is not a terminal
+};
+// The event journal (ops.events): operator actions and notable decisions.
+void command_events(const CommonOptions& options, const EventsOptions& events);
+
 struct ReaderRoleOptions {
     std::string role_name = "ops_reader";
     std::string password_file;
@@ -85,6 +96,7 @@ private:
     CLI::App* m_retry = nullptr;
     CLI::App* m_prune = nullptr;
     CLI::App* m_ops = nullptr;
+    CLI::App* m_events = nullptr;
     StatusOptions m_status_options;
     PsOptions m_ps_options;
     LogsOptions m_logs_options;
@@ -93,6 +105,7 @@ private:
     std::string m_retry_id;
     PruneOptions m_prune_options;
     ReaderRoleOptions m_role_options;
+    EventsOptions m_events_options;
 };
 
 } // namespace orch

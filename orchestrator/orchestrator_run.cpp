@@ -4,6 +4,7 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
+#include "common/event_journal.hpp"
 #include "common/settings.hpp"
 #include "common/errors.hpp"
 #include "common/hook_plan.hpp"
@@ -182,6 +183,17 @@ private:
         log::warn("crawl worker failed; retrying later",
                   {{"crawl", crawl_id}, {"failures", std::to_string(failures)},
                    {"retry_in_s", std::to_string(backoff.count())}});
+        Event backed_off{"crawl.backed_off",
+                         fmt::format("crawl worker failed ({}); retrying in {} s",
+                                     outcome.term_signal ? fmt::format("signal {}", *outcome.term_signal)
+                                     : outcome.exit_code ? fmt::format("exit {}", *outcome.exit_code)
+                                                         : outcome.end_reason,
+                                     backoff.count()),
+                         crawl_id};
+        backed_off.machine_id = m_machine.id;
+        backed_off.process_id = m_self_id;
+        backed_off.detail = {{"worker", outcome.row_id}, {"failures", failures}, {"retry_in_s", backoff.count()}};
+        record_event(m_conn, "orchestrator", backed_off);
         if (outcome.exit_code && *outcome.exit_code == to_int(ExitCode::config) && !m_options.daemon &&
             !m_config_error) {
             // Plugin configuration was valid at start, so this crawl's own config (or a
@@ -232,6 +244,16 @@ private:
                                    {"boot_changed", std::to_string(total.boot_changed)},
                                    {"crawl_leases_freed", std::to_string(leases.crawls)},
                                    {"snapshot_leases_freed", std::to_string(leases.snapshots)}});
+            Event e{"recovery.cleaned",
+                    fmt::format("recovery closed {} stale rows, killed {} orphaned trees, freed {} leases",
+                                total.lost + total.pid_reused + total.boot_changed, total.killed_on_recovery,
+                                leases.crawls + leases.snapshots)};
+            e.machine_id = m_machine.id;
+            e.process_id = m_self_id;
+            e.detail = {{"rows_lost", total.lost},           {"trees_killed", total.killed_on_recovery},
+                        {"pid_reused", total.pid_reused},    {"boot_changed", total.boot_changed},
+                        {"crawl_leases_freed", leases.crawls}, {"snapshot_leases_freed", leases.snapshots}};
+            record_event(m_conn, "orchestrator", e);
         }
         register_machine(m_conn, m_machine, std::nullopt);
     }
@@ -311,6 +333,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     register_machine(conn, machine, std::nullopt);
 
     RunnerGate gate(conn, machine.id, data_dir.string());
+    std::optional<std::string> took_over_from;
     if (!gate.try_acquire()) {
         if (!options.takeover) {
             throw Error(ExitCode::already_running,
@@ -318,7 +341,8 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
                                     "replace it",
                                     gate.holder_description(), machine.id, data_dir.string()));
         }
-        log::info("taking over from the running orchestrator");
+        took_over_from = gate.holder_description();
+        log::info("taking over from the running orchestrator", {{"holder", *took_over_from}});
         if (!gate.takeover(options.stop_grace + std::chrono::seconds(30))) {
             throw Error(ExitCode::already_running, "the running orchestrator did not stop in time");
         }
@@ -326,7 +350,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // The previous holder may have crashed: close its rows before taking its place.
     RecoveryOptions ro;
     ro.containment.scope = containment_scope(data_dir.string());
-    cleanup_stale_running(conn, machine.id, ro);
+    const auto leftovers = cleanup_stale_running(conn, machine.id, ro);
 
     SelfRegistration reg;
     reg.machine_id = machine.id;
@@ -337,8 +361,39 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     auto metrics = options.metrics_listen.empty()
                        ? nullptr
                        : start_orchestrator_metrics(options.metrics_listen, db.conninfo(), machine.id);
+    Event started{"orchestrator.started",
+                  fmt::format("orchestrator started ({}){}", options.daemon ? "daemon" : "one-shot",
+                              took_over_from ? ", taking over from " + *took_over_from : std::string())};
+    started.machine_id = machine.id;
+    started.process_id = self.id;
+    started.detail = {{"pid", ::getpid()}, {"daemon", options.daemon}, {"data_dir", data_dir.string()},
+                      {"version", version_string("orchestrator")}};
+    if (took_over_from) {
+        started.detail["took_over_from"] = *took_over_from;
+    }
+    const int closed = leftovers.lost + leftovers.pid_reused + leftovers.boot_changed;
+    if (closed + leftovers.killed_on_recovery > 0) {
+        // What a crashed predecessor left behind, found at start.
+        started.detail["leftover_rows_closed"] = closed;
+        started.detail["leftover_trees_killed"] = leftovers.killed_on_recovery;
+    }
+    record_event(conn, "orchestrator", started);
     Orchestrator orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
-    auto code = orchestrator.run(self.id);
+    auto record_stop = [&](int exit_code, const std::string& why) {
+        Event stopped{"orchestrator.stopped", fmt::format("orchestrator stopped (exit {}{})", exit_code, why)};
+        stopped.machine_id = machine.id;
+        stopped.process_id = self.id;
+        stopped.detail = {{"exit_code", exit_code}, {"stop_signals", stop.count()}};
+        record_event(conn, "orchestrator", stopped);
+    };
+    ExitCode code = ExitCode::internal_error;
+    try {
+        code = orchestrator.run(self.id);
+    } catch (const Error& e) {
+        record_stop(to_int(e.code()), std::string(": ") + e.what());
+        throw;
+    }
+    record_stop(to_int(code), "");
     close_self(conn, self, to_int(code));
     return code;
 }

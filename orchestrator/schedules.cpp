@@ -1,6 +1,7 @@
 #include "orchestrator/schedules.hpp"
 
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/log.hpp"
 #include "orchestrator/cron.hpp"
 
@@ -46,6 +47,9 @@ std::string add_schedule(pqxx::connection& conn, const std::string& schedule, co
                               "VALUES ($1::jsonb, $2, $3, to_timestamp($4)) RETURNING id",
                               tmpl.dump(), schedule, crawl.label, static_cast<double>(next))[0]
                   .as<std::string>();
+    Event e{"schedule.added", fmt::format("schedule {} added ({} URLs)", schedule, tmpl["urls"].size())};
+    e.detail = {{"schedule_id", id}, {"schedule", schedule}};
+    record_event(tx, "cli", e);
     tx.commit();
     return id;
 }
@@ -75,6 +79,12 @@ bool set_schedule_enabled(pqxx::connection& conn, const std::string& id, bool en
     pqxx::work tx(conn);
     auto r = tx.exec_params("UPDATE crawl_schedule SET enabled = $2, modified_at = now() WHERE id = $1 RETURNING 1",
                             id, enabled);
+    if (!r.empty()) {
+        Event e{enabled ? "schedule.enabled" : "schedule.disabled",
+                fmt::format("schedule {} {} by operator", id, enabled ? "enabled" : "disabled")};
+        e.detail = {{"schedule_id", id}};
+        record_event(tx, "cli", e);
+    }
     tx.commit();
     return !r.empty();
 }
@@ -94,6 +104,9 @@ int enqueue_due_schedules(pqxx::connection& conn)
         if (!cron) {
             log::error("disabling schedule with an invalid expression", {{"schedule", id}, {"error", error}});
             tx.exec_params0("UPDATE crawl_schedule SET enabled = false WHERE id = $1", id);
+            Event e{"schedule.disabled", "schedule disabled: its expression is invalid: " + error};
+            e.detail = {{"schedule_id", id}};
+            record_event(tx, "orchestrator", e);
             continue;
         }
         // A schedule that was down for a while runs once, not once per missed tick.
@@ -115,6 +128,9 @@ int enqueue_due_schedules(pqxx::connection& conn)
         added += static_cast<int>(r.size());
         if (!r.empty()) {
             log::info("schedule enqueued a crawl", {{"schedule", id}, {"crawl", r[0][0].as<std::string>()}});
+            Event e{"crawl.added", "crawl added by its schedule", r[0][0].as<std::string>()};
+            e.detail = {{"schedule_id", id}, {"urls", tmpl["urls"].size()}};
+            record_event(tx, "orchestrator", e);
         }
     }
     tx.commit();

@@ -284,6 +284,8 @@ TEST_CASE("crawl_worker: snapshot workers that die before claiming their snapsho
     CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'failed' AND error LIKE '%exited with code 1%'") ==
           2);
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 1") == 4);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'snapshot.gave_up' AND snapshot_id IS NOT NULL "
+                  "AND (detail->>'attempts')::int = 2") == 2);
     check_nothing_left(f);
 }
 
@@ -308,6 +310,8 @@ TEST_CASE("crawl_worker: a snapshot worker that refuses its configuration releas
     CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
                   " AND status <> 'sealed' AND attempts = 0 AND lease_owner IS NULL AND retry_at <= now()") == 3);
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND exit_code = 3") >= 1);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.released' AND crawl_id = " + q +
+                  " AND detail->>'reason' = 'configuration refused' AND message LIKE '%orchestrator logs%'") == 1);
     check_nothing_left(f, false);
 
     // With the worker fixed, the same crawl runs to the end: one attempt each.

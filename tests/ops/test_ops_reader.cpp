@@ -2,8 +2,10 @@
 
 #include <catch2/catch.hpp>
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <fstream>
+#include <regex>
 #include <unistd.h>
 
 using namespace orch::test;
@@ -49,7 +51,7 @@ TEST_CASE("ops: the reader role selects every ops view and nothing else - read-o
         CHECK(tx.exec1("SHOW default_transaction_read_only")[0].as<std::string>() == "on");
         CHECK(tx.exec1("SHOW statement_timeout")[0].as<std::string>() == "5s");
         auto views = tx.exec("SELECT table_name FROM information_schema.views WHERE table_schema = 'ops' ORDER BY 1");
-        CHECK(views.size() == 7);
+        CHECK(views.size() == 8);
         for (const auto& v : views) {
             auto name = v[0].as<std::string>();
             INFO(name);
@@ -59,6 +61,8 @@ TEST_CASE("ops: the reader role selects every ops view and nothing else - read-o
         // The window function reads the tables with its owner's rights, like the views.
         CHECK(tx.exec1("SELECT count(*) FROM ops.process_tree_since(now() - interval '1 week')")[0].as<int>() == 8);
         CHECK(tx.exec1("SELECT count(*) FROM ops.crawl_progress")[0].as<int>() == 2);
+        // The journal too, which recorded the role's creation and update.
+        CHECK(tx.exec1("SELECT count(*) FROM ops.events WHERE kind = 'ops.reader_role'")[0].as<int>() == 2);
     }
     // What happens to `sql`: "allowed", "no privilege" or "read-only"; with `writable`, the
     // session first turns default_transaction_read_only off (a reader may: it is a guardrail).
@@ -80,10 +84,42 @@ TEST_CASE("ops: the reader role selects every ops view and nothing else - read-o
     CHECK(attempt("SELECT * FROM crawl") == "no privilege");
     CHECK(attempt("SELECT * FROM process") == "no privilege");
     CHECK(attempt("SELECT * FROM schema_migrations") == "no privilege");
+    CHECK(attempt("SELECT * FROM event") == "no privilege");
     CHECK(attempt("UPDATE crawl SET label = 'x'") == "read-only");
     CHECK(attempt("UPDATE crawl SET label = 'x'", true) == "no privilege");
     CHECK(attempt("DELETE FROM ops.process_exits", true) != "allowed");
     CHECK(attempt("CREATE TABLE ops.x (i int)", true) == "no privilege");
     CHECK(attempt("CREATE TABLE public.x (i int)", true) == "no privilege");
     CHECK(attempt("SELECT count(*) FROM ops.crawl_progress", true) == "allowed");
+}
+
+TEST_CASE("ops: every query of the Grafana dashboard runs as the reader role and returns rows", "[ops][grafana]")
+{
+    RoleName role;
+    OpsTree tree; // destroyed first
+    REQUIRE(tree.run({"ops", "create-reader-role", "--role-name", role.name}).exit_code == 0);
+    pqxx::connection reader(tree.db().url() + " user=" + role.name);
+    std::ifstream file(source_dir() / "scripts" / "grafana-dashboard.json");
+    REQUIRE(file);
+    auto dashboard = nlohmann::json::parse(file);
+    int queries = 0;
+    for (const auto& panel : dashboard.at("panels")) {
+        for (const auto& target : panel.value("targets", nlohmann::json::array())) {
+            // Grafana's macros as its PostgreSQL data source expands them, over the last week.
+            auto sql = target.at("rawSql").get<std::string>();
+            sql = std::regex_replace(sql, std::regex(R"(\$__timeFilter\((\w+)\))"),
+                                     "$1 BETWEEN now() - interval '7 days' AND now()");
+            sql = std::regex_replace(sql, std::regex(R"(\$__timeGroupAlias\((\w+), '1m', 0\))"),
+                                     "date_trunc('minute', $1) AS time");
+            INFO(panel.at("title").get<std::string>() << ": " << sql);
+            CHECK(sql.find('$') == std::string::npos);
+            pqxx::read_transaction tx(reader);
+            pqxx::result r;
+            CHECK_NOTHROW(r = tx.exec(sql));
+            // The tree OpsTree made (and the journal of the role's creation) gives every panel rows.
+            CHECK_FALSE(r.empty());
+            ++queries;
+        }
+    }
+    CHECK(queries == 11);
 }

@@ -102,6 +102,11 @@ TEST_CASE("orchestrator: one runner per machine and data directory and --takeove
     REQUIRE(c->wait_for(30s));
     CHECK(c->exit_code() == 0);
     CHECK(f.count("SELECT count(DISTINCT parent_id) FROM process WHERE worker_type = 'crawl'") == 2);
+    // The journal names the handover: the newcomer's start says whom it replaced.
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'orchestrator.started' "
+                  "AND detail ? 'took_over_from' AND message LIKE '%taking over from%'") == 1);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'orchestrator.stopped' AND (detail->>'exit_code')::int = 0") ==
+          2);
     check_all_done_once(f, 7, 21);
     check_no_double_runs(f);
     CHECK(f.wait_no_leftovers().empty());

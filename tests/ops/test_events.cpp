@@ -1,0 +1,124 @@
+// The event journal: operator actions and a crawl's life, as `orchestrator
+// events` and ops.events show them.
+#include "tests/ops/ops_fixture.hpp"
+
+#include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+using namespace orch::test;
+
+namespace {
+
+struct JournalFixture {
+    ScratchDatabase db;
+    ScratchDir dir{"events"};
+    std::filesystem::path plugins = dir.path() / "plugins";
+
+    JournalFixture()
+    {
+        std::filesystem::create_directories(plugins / "save");
+        std::filesystem::create_directories(dir.path() / "no-builtins");
+        auto hook = plugins / "save" / "on_Snapshot__10_save.sh";
+        std::ofstream(hook) << "#!/bin/sh\necho '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'\n";
+        std::filesystem::permissions(hook, std::filesystem::perms::owner_all);
+    }
+
+    CommandResult run(std::vector<std::string> args) const
+    {
+        std::vector<std::string> argv{bin_path("orchestrator").string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        argv.insert(argv.end(), {"--database-url", db.url(), "--data-dir", (dir.path() / "data").string(),
+                                 "--machine-id", "events-test", "--log-level", "warn"});
+        // Only our plugin: the built-in directory is an empty one.
+        return run_command(argv, {{"ORCH_BUILTIN_PLUGINS_DIR", (dir.path() / "no-builtins").string()},
+                                  {"PLUGINS_DIR", plugins.string()}});
+    }
+
+    std::string ok(std::vector<std::string> args) const
+    {
+        auto r = run(args);
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        return r.out;
+    }
+
+    // `events --json ARGS`, parsed.
+    std::vector<nlohmann::json> events(std::vector<std::string> args = {}) const
+    {
+        args.insert(args.begin(), {"events", "--json"});
+        std::vector<nlohmann::json> out;
+        for (const auto& line : lines_of(ok(args))) {
+            out.push_back(nlohmann::json::parse(line));
+        }
+        return out;
+    }
+};
+
+std::vector<std::string> kinds(const std::vector<nlohmann::json>& events)
+{
+    std::vector<std::string> out;
+    for (const auto& e : events) {
+        out.push_back(e.at("kind").get<std::string>());
+    }
+    return out;
+}
+
+} // namespace
+
+TEST_CASE("ops: the event journal records operator actions and a crawl's life - events filters them", "[ops][events]")
+{
+    JournalFixture f;
+    auto first = f.ok({"add", "http://a.test/1", "--label", "journal"});
+    first = first.substr(0, first.find('\n'));
+    f.ok({"--idle-window", "0"});
+    auto second = f.ok({"add", "http://a.test/2"});
+    second = second.substr(0, second.find('\n'));
+    f.ok({"cancel", second});
+    f.ok({"retry", second});
+    f.ok({"prune", "--older-than", "1d"});
+
+    auto all = f.events();
+    CHECK(kinds(all) == std::vector<std::string>{"crawl.added", "orchestrator.started", "crawl.started",
+                                                 "crawl.sealed", "orchestrator.stopped", "crawl.added",
+                                                 "crawl.cancelled", "crawl.retried", "process.pruned"});
+    REQUIRE(all.size() == 9);
+    // Who: the acting program, its OS user, its process row when it has one.
+    CHECK(all[0].at("actor") == "cli");
+    CHECK(all[0].at("crawl_id") == first);
+    CHECK(all[0].at("detail").at("urls") == 1);
+    CHECK(all[0].at("detail").at("label") == "journal");
+    CHECK_FALSE(all[0].at("os_user").is_null());
+    CHECK(all[1].at("actor") == "orchestrator");
+    CHECK(all[1].at("machine_id") == "events-test");
+    CHECK_FALSE(all[1].at("process_id").is_null());
+    CHECK(all[2].at("actor") == "crawl_worker");
+    CHECK(all[3].at("detail").at("outcome") == "succeeded");
+    CHECK(all[3].at("detail").at("snapshots") == 1);
+    CHECK(all[4].at("detail").at("exit_code") == 0);
+    CHECK(all[4].at("process_id") == all[1].at("process_id"));
+    CHECK(all[6].at("crawl_id") == second);
+    CHECK(all[8].at("detail").at("older_than") == "1 days");
+    // Newest last, ids increasing.
+    for (std::size_t i = 1; i < all.size(); ++i) {
+        CHECK(all[i].at("id").get<long>() > all[i - 1].at("id").get<long>());
+    }
+
+    CHECK(kinds(f.events({"--crawl-id", second})) ==
+          std::vector<std::string>{"crawl.added", "crawl.cancelled", "crawl.retried"});
+    CHECK(kinds(f.events({"--kind", "crawl.sealed"})) == std::vector<std::string>{"crawl.sealed"});
+    CHECK(kinds(f.events({"--kind", "orchestrator", "--kind", "process.pruned"})) ==
+          std::vector<std::string>{"orchestrator.started", "orchestrator.stopped", "process.pruned"});
+    CHECK(kinds(f.events({"-n", "2"})) == std::vector<std::string>{"crawl.retried", "process.pruned"});
+    CHECK(f.events({"--since", "1h"}).size() == 9);
+
+    auto text = f.run({"events", "--text"});
+    INFO(text.out);
+    CHECK(text.exit_code == 0);
+    CHECK(text.out.find("crawl.cancelled") != std::string::npos);
+    CHECK(text.out.find("cancelled by operator") != std::string::npos);
+
+    CHECK(f.run({"events", "--crawl-id", "nope"}).exit_code == 7);
+    CHECK(f.run({"events", "--since", "yesterday"}).exit_code == 7);
+}
