@@ -13,9 +13,8 @@ namespace orch {
 const std::vector<const Setting*>& all_settings()
 {
     static const std::vector<const Setting*> k_all = {
-        &setting::teardown_grace,     &setting::lease_ttl,        &setting::snapshot_worker_max_snapshots,
-        &setting::snapshot_max_attempts, &setting::hook_parallelism, &setting::hook_log_max_bytes,
-    };
+        &setting::teardown_grace,        &setting::lease_ttl,        &setting::snapshot_worker_max_snapshots,
+        &setting::snapshot_max_attempts, &setting::hook_parallelism, &setting::hook_log_max_bytes};
     return k_all;
 }
 

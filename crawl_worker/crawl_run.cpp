@@ -254,8 +254,14 @@ void CrawlRun::spawn_due_workers()
         // a process start and a database connection are paid per worker, not per snapshot.
         // --lease-claimed-at: the worker takes up the lease as granted instead of
         // confirming it in a round trip (its first write is fenced on it anyway).
-        req.argv = {m_ctx.snapshot_worker_exe, "--snapshot-id", claim.snapshot_id, "--continue",
-                    "--lease-claimed-at", std::to_string(claimed_at.count()), "--attempt", std::to_string(claim.attempts)};
+        req.argv = {m_ctx.snapshot_worker_exe,
+                    "--snapshot-id",
+                    claim.snapshot_id,
+                    "--continue",
+                    "--lease-claimed-at",
+                    std::to_string(claimed_at.count()),
+                    "--attempt",
+                    std::to_string(claim.attempts)};
         req.argv.insert(req.argv.end(), m_ctx.worker_args.begin(), m_ctx.worker_args.end());
         req.env = m_ctx.worker_env;
         req.private_env = m_ctx.worker_private_env;

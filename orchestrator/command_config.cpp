@@ -188,9 +188,9 @@ void print_text(const std::vector<Entry>& entries)
                    "the last two)"}};
     bool first = true;
     for (const auto& [section, title] : sections) {
-        TextTable table(section == "option"
-                            ? std::vector<std::string>{"OPTION", "VARIABLE", "VALUE", "SOURCE"}
-                            : std::vector<std::string>{"VARIABLE", "VALUE", "SOURCE", section == "plugin" ? "PLUGIN" : "RANGE; READ BY"});
+        const std::string last = section == "plugin" ? "PLUGIN" : "RANGE; READ BY";
+        TextTable table(section == "option" ? std::vector<std::string>{"OPTION", "VARIABLE", "VALUE", "SOURCE"}
+                                            : std::vector<std::string>{"VARIABLE", "VALUE", "SOURCE", last});
         for (const auto& e : entries) {
             if (e.section != section) {
                 continue;
