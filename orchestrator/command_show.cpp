@@ -34,6 +34,11 @@ constexpr const char* k_crawl_hooks =
     ")::text "
     "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id WHERE s.crawl_id = $1 "
     "GROUP BY ar.plugin, ar.hook_name ORDER BY ar.hook_name";
+// The crawl's journal, oldest first (the newest 20).
+constexpr const char* k_crawl_events =
+    "SELECT j FROM (SELECT e.id, jsonb_build_object('at', e.at, 'kind', e.kind, 'actor', e.actor,"
+    "  'os_user', e.os_user, 'snapshot_id', e.snapshot_id, 'message', e.message)::text AS j "
+    "  FROM ops.events e WHERE e.crawl_id = $1 ORDER BY e.id DESC LIMIT 20) newest ORDER BY id";
 constexpr const char* k_snapshot =
     "SELECT jsonb_build_object('id', s.id, 'crawl_id', s.crawl_id, 'url', s.url, 'depth', s.depth, 'title', s.title,"
     "  'status', s.status, 'outcome', s.outcome, 'error', s.error, 'attempts', s.attempts,"
@@ -102,6 +107,19 @@ void print_crawl(const nlohmann::json& c)
         std::cout << '\n';
         table.print(std::cout);
     }
+    TextTable events({"AT", "EVENT", "BY", "MESSAGE"});
+    for (const auto& e : c["events"]) {
+        auto at = str(e, "at");
+        if (at.size() >= 19) {
+            at = at.substr(0, 10) + " " + at.substr(11, 8);
+        }
+        auto by = str(e, "actor") + (e["os_user"].is_null() ? "" : " (" + str(e, "os_user") + ")");
+        events.add_row({at, str(e, "kind"), by, one_line(str(e, "message"), 100)});
+    }
+    if (!events.empty()) {
+        std::cout << '\n';
+        events.print(std::cout);
+    }
 }
 
 void print_snapshot(const nlohmann::json& s)
@@ -139,6 +157,7 @@ void command_show(const CommonOptions& options, const ShowOptions& show)
     auto& conn = db.conn();
     conn.prepare("show_crawl", k_crawl);
     conn.prepare("show_crawl_hooks", k_crawl_hooks);
+    conn.prepare("show_crawl_events", k_crawl_events);
     conn.prepare("show_snapshot", k_snapshot);
     conn.prepare("show_snapshot_hooks", k_snapshot_hooks);
     pqxx::read_transaction tx(conn);
@@ -147,6 +166,9 @@ void command_show(const CommonOptions& options, const ShowOptions& show)
         throw NotFound(fmt::format("{} {} not found", show.kind, id));
     }
     item["hooks"] = json_rows(tx, crawl ? "show_crawl_hooks" : "show_snapshot_hooks", id);
+    if (crawl) {
+        item["events"] = json_rows(tx, "show_crawl_events", id);
+    }
     tx.commit();
     if (show.json) {
         std::cout << item.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';

@@ -119,6 +119,16 @@ TEST_CASE("ops: the event journal records operator actions and a crawl's life - 
     CHECK(text.out.find("crawl.cancelled") != std::string::npos);
     CHECK(text.out.find("cancelled by operator") != std::string::npos);
 
+    // `show crawl` ends with the crawl's own journal.
+    auto shown = f.run({"show", "crawl", second});
+    INFO(shown.out);
+    CHECK(shown.exit_code == 0);
+    CHECK(shown.out.find("crawl.cancelled") != std::string::npos);
+    CHECK(shown.out.find("cli (") != std::string::npos);
+    auto shown_json = nlohmann::json::parse(f.ok({"show", "crawl", second, "--json"}));
+    CHECK(kinds(shown_json.at("events").get<std::vector<nlohmann::json>>()) ==
+          std::vector<std::string>{"crawl.added", "crawl.cancelled", "crawl.retried"});
+
     CHECK(f.run({"events", "--crawl-id", "nope"}).exit_code == 7);
     CHECK(f.run({"events", "--since", "yesterday"}).exit_code == 7);
 }
