@@ -28,17 +28,10 @@ void command_add(const CommonOptions& options, const AddOptions& add)
         crawl.label = add.label;
     }
     crawl.tags = add.tags;
-    if (!add.config_json.empty()) {
-        try {
-            crawl.config = nlohmann::json::parse(add.config_json);
-        } catch (const nlohmann::json::exception& e) {
-            throw InvalidInput(fmt::format("--config is not valid JSON: {}", e.what()));
-        }
-    }
     // Validate before touching the database, so bad input never needs a connection.
     const auto url_count = validated_urls(crawl.urls).size();
-    if (!add.config_json.empty() && crawl.config.is_object()) {
-        check_crawl_config(crawl.config, add.plugins_dir);
+    if (!add.config_json.empty()) {
+        crawl.config = crawl_config_option(add.config_json, add.plugins_dir);
     }
 
     auto data_dir = prepare_data_dir(options);

@@ -4,6 +4,7 @@
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/migrate.hpp"
+#include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/schedules.hpp"
 
 #include <fmt/format.h>
@@ -26,6 +27,9 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
         }
         crawl.tags = schedule.add.tags;
         validated_urls(crawl.urls);
+        if (!schedule.add.config_json.empty()) {
+            crawl.config = crawl_config_option(schedule.add.config_json, schedule.add.plugins_dir);
+        }
     }
     std::string id;
     if (schedule.action == "disable" || schedule.action == "enable") {

@@ -5,6 +5,8 @@
 #include "common/log.hpp"
 #include "common/url_filter.hpp"
 
+#include <fmt/format.h>
+
 
 namespace orch {
 
@@ -30,6 +32,21 @@ void check_crawl_config(const nlohmann::json& config, const std::string& plugins
     } catch (const ConfigError& e) {
         throw InvalidInput(e.what());
     }
+}
+
+nlohmann::json crawl_config_option(const std::string& text, const std::string& plugins_dir)
+{
+    nlohmann::json config;
+    try {
+        config = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::exception& e) {
+        throw InvalidInput(fmt::format("--config is not valid JSON: {}", e.what()));
+    }
+    if (!config.is_object()) {
+        throw InvalidInput("--config must be a JSON object");
+    }
+    check_crawl_config(config, plugins_dir);
+    return config;
 }
 
 } // namespace orch

@@ -15,4 +15,9 @@ namespace orch {
 // checked: the machine that runs the crawl may have others. Blocks on disk only.
 void check_crawl_config(const nlohmann::json& config, const std::string& plugins_dir);
 
+// A `--config` value (of `add` and `schedule add`) as the crawl config it
+// gives: a JSON object, checked as above. Throws InvalidInput when it is not
+// valid JSON, not an object, or refused.
+nlohmann::json crawl_config_option(const std::string& text, const std::string& plugins_dir);
+
 } // namespace orch

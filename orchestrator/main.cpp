@@ -15,6 +15,7 @@ void add_crawl_options(CLI::App& cmd, orch::AddOptions& add)
     cmd.add_option("--timeout", add.timeout_s, "crawl timeout in seconds")->check(CLI::PositiveNumber);
     cmd.add_option("--label", add.label, "a label for the crawl");
     cmd.add_option("--tag", add.tags, "a tag (repeatable)");
+    cmd.add_option("--config", add.config_json, "crawl config as a JSON object (checked against the plugins here)");
 }
 
 } // namespace
@@ -58,7 +59,6 @@ int main(int argc, char** argv)
     auto* add_cmd = app.add_subcommand("add", "add one crawl of the given URLs; prints its id");
     add_crawl_options(*add_cmd, add);
     add_cmd->add_option("--urls-file", add.urls_file, "read URLs from a file, one per line ('-' = stdin)");
-    add_cmd->add_option("--config", add.config_json, "crawl config as a JSON object");
 
     ScheduleOptions schedule;
     auto* schedule_cmd = app.add_subcommand("schedule", "crawl schedules");
@@ -112,6 +112,7 @@ int main(int argc, char** argv)
                     schedule.action = sub->get_name();
                 }
             }
+            schedule.add.plugins_dir = run.plugins_dir;
             command_schedule(common, schedule);
             return 0;
         }

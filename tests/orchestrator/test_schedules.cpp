@@ -118,7 +118,15 @@ TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchest
     CHECK_THAT(bad.err, Catch::Contains("invalid cron expression '61 * * * *'"));
     CHECK(cli({"schedule", "disable", "00000000-0000-0000-0000-000000000000"}).exit_code == 6);
 
-    auto added = cli({"schedule", "add", "--every", "@every 1h", "--label", "hourly", "http://sched.test/"});
+    // A crawl config the workers would refuse is refused here, as by `add`.
+    auto refused = cli({"schedule", "add", "--every", "@daily", "--config", R"({"url_allow": "("})",
+                         "http://sched.test/"});
+    CHECK(refused.exit_code == 7);
+    CHECK_THAT(refused.err, Catch::Contains("url_allow"));
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 0);
+
+    auto added = cli({"schedule", "add", "--every", "@every 1h", "--label", "hourly", "--config",
+                      R"({"url_deny": "/private/"})", "http://sched.test/"});
     INFO(added.err);
     REQUIRE(added.exit_code == 0);
     auto id = added.out.substr(0, added.out.find('\n'));
@@ -151,8 +159,8 @@ TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchest
     // Both orchestrators polled several times meanwhile (1 s poll, a crawl takes longer).
     CHECK(f.count("SELECT count(*) FROM crawl WHERE schedule_id = " + qid) == 1);
     CHECK(f.count("SELECT count(*) FROM crawl") == 1);
-    CHECK(f.rows("SELECT c.label, c.urls::text, c.outcome FROM crawl c") ==
-          std::vector<std::vector<std::string>>{{"hourly", "{http://sched.test/}", "succeeded"}});
+    CHECK(f.rows("SELECT c.label, c.urls::text, c.outcome, c.config->>'url_deny' FROM crawl c") ==
+          std::vector<std::vector<std::string>>{{"hourly", "{http://sched.test/}", "succeeded", "/private/"}});
     CHECK(f.count("SELECT count(*) FROM crawl_schedule WHERE last_run_at IS NOT NULL "
                   "AND next_run_at > now() + interval '59 min'") == 1);
     a->signal(SIGTERM);
