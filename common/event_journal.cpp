@@ -8,6 +8,12 @@
 namespace orch {
 namespace {
 
+std::optional<std::string>& event_machine_id()
+{
+    static std::optional<std::string> id;
+    return id;
+}
+
 std::optional<std::string> os_user()
 {
     // getpwuid_r with a fixed buffer: a user database entry is short.
@@ -22,13 +28,18 @@ std::optional<std::string> os_user()
 
 } // namespace
 
+void set_event_machine_id(std::string machine_id)
+{
+    event_machine_id() = std::move(machine_id);
+}
+
 void record_event(pqxx::transaction_base& tx, const std::string& actor, const Event& event)
 {
     static const std::optional<std::string> user = os_user();
     tx.exec_params0("INSERT INTO event (kind, actor, os_user, machine_id, process_id, crawl_id, snapshot_id, "
                     " message, detail) "
                     "VALUES ($1, $2, $3, $4, $5::uuid, $6::uuid, $7::uuid, $8, $9::jsonb)",
-                    event.kind, actor, user, event.machine_id, event.process_id, event.crawl_id, event.snapshot_id,
+                    event.kind, actor, user, event.machine_id ? event.machine_id : event_machine_id(), event.process_id, event.crawl_id, event.snapshot_id,
                     event.message, event.detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 

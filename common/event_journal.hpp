@@ -21,6 +21,11 @@ struct Event {
     nlohmann::json detail = nlohmann::json::object();
 };
 
+// The machine this process acts on (as detected, or --machine-id): recorded with
+// every event that names none, so that each machine's events can be told apart
+// (the orchestrator's metrics count its own). Call once, after parsing options.
+void set_event_machine_id(std::string machine_id);
+
 // Who acts: "cli", "orchestrator", "crawl_worker" or "snapshot_worker". The OS
 // user is this process's effective user.
 // Inside `tx`, so that the event commits with the change it describes; throws

@@ -4,10 +4,9 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
-#include "common/event_journal.hpp"
-#include "common/settings.hpp"
-#include "common/url_filter.hpp"
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
+#include "common/hook_plan.hpp"
 #include "common/ids.hpp"
 #include "common/lean_exec.hpp"
 #include "common/lease.hpp"
@@ -15,12 +14,13 @@
 #include "common/machine.hpp"
 #include "common/migrate.hpp"
 #include "common/notification_listener.hpp"
-#include "common/hook_plan.hpp"
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
 #include "common/self_registration.hpp"
+#include "common/settings.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
+#include "common/url_filter.hpp"
 #include "crawl_worker/crawl_run.hpp"
 #include "crawl_worker/crawl_store.hpp"
 
@@ -88,6 +88,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     forced_containment_from_env();
 
     auto machine = detect_machine(optional_machine_id(common));
+    set_event_machine_id(machine.id);
     register_machine(conn, machine, std::nullopt);
     SelfRegistration reg;
     reg.machine_id = machine.id;

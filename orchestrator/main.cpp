@@ -1,6 +1,8 @@
 #include "common/cli_options.hpp"
 #include "common/entry_point.hpp"
+#include "common/event_journal.hpp"
 #include "common/exit_codes.hpp"
+#include "common/machine.hpp"
 #include "orchestrator/commands.hpp"
 #include "orchestrator/ops_commands.hpp"
 #include "orchestrator/orchestrator_run.hpp"
@@ -94,6 +96,10 @@ int main(int argc, char** argv)
 
     return guarded_main(app, argc, argv, [&]() -> int {
         configure_logging("orchestrator", common);
+        if (!*config_show && !*db) {
+            // The events a command records name the machine it ran on.
+            set_event_machine_id(detect_machine(optional_machine_id(common)).id);
+        }
         if (auto rc = ops.run()) {
             return *rc;
         }

@@ -30,6 +30,19 @@ constexpr const char* k_spawns =
     "  WHERE status = 'exited' AND ended_at > $2::timestamptz AND machine_id = $1) p "
     "WHERE started_at > $2::timestamptz AND started_at <= $3::timestamptz GROUP BY 1";
 
+// Journal events of this machine in the same window (`at` is the writing
+// transaction's start: the 10 s lag covers its commit).
+constexpr const char* k_events =
+    "SELECT kind, count(*) FROM event WHERE machine_id = $1 AND at > $2::timestamptz AND at <= $3::timestamptz "
+    "GROUP BY kind";
+// Kinds exported from the start (at 0), so that rate() and alerts see them before their first event.
+const char* const k_event_kinds[] = {"crawl.added",        "crawl.started",      "crawl.sealed",
+                                     "crawl.released",     "crawl.backed_off",   "crawl.cancel_requested",
+                                     "crawl.cancelled",    "crawl.retried",      "snapshot.retried",
+                                     "snapshot.gave_up",   "recovery.cleaned",   "orchestrator.started",
+                                     "orchestrator.stopped", "process.pruned",   "schedule.added",
+                                     "schedule.enabled",   "schedule.disabled",  "ops.reader_role"};
+
 constexpr const char* k_window =
     "SELECT (now() - interval '10 seconds')::text, now() - interval '10 seconds' > $1::timestamptz";
 
@@ -59,6 +72,12 @@ public:
         m_registry.describe("orchestrator_process_duration_seconds", Type::histogram,
                             "Runtime of processes of this machine that ended.",
                             {0.1, 0.5, 1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600});
+        m_registry.describe("orchestrator_events_total", Type::counter,
+                            "Journal events of this machine by kind (ops.events): operator actions and the "
+                            "processes' own decisions, such as snapshot.gave_up and crawl.backed_off.");
+        for (const char* kind : k_event_kinds) {
+            m_registry.add("orchestrator_events_total", {{"kind", kind}}, 0);
+        }
         m_registry.describe("orchestrator_db_errors_total", Type::counter, "Database errors met by the metrics queries.");
         m_registry.add("orchestrator_db_errors_total", {{"component", "metrics"}}, 0);
         for (const char* type : k_types) {
@@ -91,6 +110,7 @@ private:
             m_conn->prepare("metrics_exits", k_exits);
             m_conn->prepare("metrics_spawns", k_spawns);
             m_conn->prepare("metrics_window", k_window);
+            m_conn->prepare("metrics_events", k_events);
         }
         return *m_conn;
     }
@@ -134,6 +154,9 @@ private:
             if (!row[2].is_null()) {
                 m_registry.observe("orchestrator_process_duration_seconds", {{"type", type}}, row[2].as<double>());
             }
+        }
+        for (const auto& row : tx.exec_prepared("metrics_events", m_machine_id, m_after, until)) {
+            m_registry.add("orchestrator_events_total", {{"kind", row[0].as<std::string>()}}, row[1].as<double>());
         }
         m_after = until;
     }

@@ -4,9 +4,8 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
-#include "common/event_journal.hpp"
-#include "common/settings.hpp"
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/hook_plan.hpp"
 #include "common/lean_exec.hpp"
 #include "common/lease.hpp"
@@ -20,6 +19,7 @@
 #include "common/recovery.hpp"
 #include "common/sd_notify.hpp"
 #include "common/self_registration.hpp"
+#include "common/settings.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
 #include "orchestrator/orchestrator_metrics.hpp"
@@ -330,6 +330,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     auto& conn = db.conn();
     apply_migrations(conn);
     auto machine = detect_machine(optional_machine_id(common));
+    set_event_machine_id(machine.id);
     register_machine(conn, machine, std::nullopt);
 
     RunnerGate gate(conn, machine.id, data_dir.string());

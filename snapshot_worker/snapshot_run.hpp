@@ -6,8 +6,8 @@
 #include "common/plugin_config.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
-#include "snapshot_worker/snapshot_store.hpp"
 #include "common/url_filter.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
 
 #include <chrono>
 #include <filesystem>

@@ -4,8 +4,8 @@
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
-#include "common/settings.hpp"
 #include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/hook_plan.hpp"
 #include "common/ids.hpp"
 #include "common/lease.hpp"
@@ -15,12 +15,13 @@
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
 #include "common/self_registration.hpp"
+#include "common/settings.hpp"
 #include "common/snapshot_claims.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
+#include "common/url_filter.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
-#include "common/url_filter.hpp"
 
 #include <fmt/format.h>
 
@@ -134,6 +135,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     const auto crawl_id = snapshot->crawl_id;
 
     auto machine = detect_machine(optional_machine_id(common));
+    set_event_machine_id(machine.id);
     register_machine(conn, machine, std::nullopt);
     SelfRegistration reg;
     reg.machine_id = machine.id;

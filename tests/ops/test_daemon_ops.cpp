@@ -142,12 +142,22 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
     CHECK(families.count("orchestrator_process_duration_seconds") == 1);
     CHECK(families.count("orchestrator_leases_recovered_total") == 1);
     CHECK(families.count("orchestrator_db_errors_total") == 1);
+    CHECK(families.count("orchestrator_events_total") == 1);
+    CHECK(body.find("orchestrator_events_total{kind=\"snapshot.gave_up\"} 0\n") != std::string::npos);
     for (const auto& [name, family] : families) {
         for (const auto& sample : family.samples) {
             CHECK(sample.labels.count("crawl_id") == 0);
             CHECK(sample.labels.count("pid") == 0);
         }
     }
+
+    // Its own start, counted once the 10 s commit lag has passed.
+    CHECK(eventually(
+        [&] {
+            auto later = scrape(static_cast<std::uint16_t>(port));
+            return later.find("orchestrator_events_total{kind=\"orchestrator.started\"} 1\n") != std::string::npos;
+        },
+        std::chrono::seconds(25)));
 
     daemon.signal(SIGTERM);
     auto stopping = notify.receive(std::chrono::seconds(20));

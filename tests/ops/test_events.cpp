@@ -86,6 +86,7 @@ TEST_CASE("ops: the event journal records operator actions and a crawl's life - 
     REQUIRE(all.size() == 9);
     // Who: the acting program, its OS user, its process row when it has one.
     CHECK(all[0].at("actor") == "cli");
+    CHECK(all[0].at("machine_id") == "events-test");
     CHECK(all[0].at("crawl_id") == first);
     CHECK(all[0].at("detail").at("urls") == 1);
     CHECK(all[0].at("detail").at("label") == "journal");
