@@ -33,6 +33,13 @@ constexpr const char* k_recent_failures =
     "WHERE outcome <> 'ok' AND end_reason IS DISTINCT FROM 'killed_on_teardown' "
     "  AND ended_at > now() - interval '24 hours' "
     "ORDER BY ended_at DESC LIMIT $1";
+// The journal's last day, without the routine life of crawls that went well:
+// operator actions, give-ups, releases, back-offs, recoveries, starts and stops.
+constexpr const char* k_recent_events =
+    "SELECT at::text, kind, actor, coalesce(os_user, ''), coalesce(crawl_id::text, ''), message "
+    "FROM ops.events "
+    "WHERE at > now() - interval '24 hours' AND kind NOT IN ('crawl.added', 'crawl.started', 'crawl.sealed') "
+    "ORDER BY id DESC LIMIT $1";
 
 template <typename T>
 nlohmann::json json_or_null(const pqxx::field& f)
@@ -59,6 +66,28 @@ bool verified_alive(const pqxx::row& row, const std::string& boot_id)
     return verify_identity(expected, boot_id).verdict == IdentityVerdict::same;
 }
 
+void print_failures(const nlohmann::json& failures)
+{
+    if (failures.empty()) {
+        std::cout << "recent failures (24h): none\n";
+        return;
+    }
+    std::cout << "recent failures (24h):\n";
+    TextTable table({"ENDED", "TYPE", "ID", "OUTCOME", "EXIT", "REASON", "STDERR"});
+    for (const auto& f : failures) {
+        auto type = f["type"].get<std::string>();
+        if (!f["hook_name"].get<std::string>().empty()) {
+            type += " " + f["hook_name"].get<std::string>();
+        }
+        table.add_row({f["ended_at"].get<std::string>().substr(0, 19), type, f["id"].get<std::string>(),
+                       f["outcome"].get<std::string>(),
+                       format_exit(f["exit_code"].is_null() ? std::nullopt : std::optional(f["exit_code"].get<int>()),
+                                   f["signal"].is_null() ? std::nullopt : std::optional(f["signal"].get<int>())),
+                       f["end_reason"].get<std::string>(), last_line(f["stderr_tail"].get<std::string>(), 60)});
+    }
+    table.print(std::cout);
+}
+
 } // namespace
 
 LsbStatus command_status(const CommonOptions& options, const StatusOptions& status)
@@ -71,6 +100,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
     conn.prepare("status_queue_counts", k_queue_counts);
     conn.prepare("status_running", k_running);
     conn.prepare("status_recent_failures", k_recent_failures);
+    conn.prepare("status_recent_events", k_recent_events);
     pqxx::read_transaction tx(conn);
 
     LsbStatus result = LsbStatus::not_running;
@@ -115,6 +145,12 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
                             {"crawl_id", row[8].as<std::string>()}, {"snapshot_id", row[9].as<std::string>()},
                             {"stderr_tail", row[10].as<std::string>()}});
     }
+    nlohmann::json events = nlohmann::json::array();
+    for (const auto& row : tx.exec_prepared("status_recent_events", 5)) {
+        events.push_back({{"at", row[0].as<std::string>()}, {"kind", row[1].as<std::string>()},
+                          {"actor", row[2].as<std::string>()}, {"os_user", row[3].as<std::string>()},
+                          {"crawl_id", row[4].as<std::string>()}, {"message", row[5].as<std::string>()}});
+    }
     tx.commit();
 
     static const char* k_state_names[] = {"running", "dead", "?", "not_running"};
@@ -124,7 +160,8 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
                               {"orchestrators", orchestrators},
                               {"queues", queues},
                               {"running", running},
-                              {"recent_failures", failures}};
+                              {"recent_failures", failures},
+                              {"recent_events", events}};
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
         return result;
     }
@@ -158,22 +195,20 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
         workers += fmt::format("{}{} {}", workers.empty() ? "" : ", ", n.get<long>(), type);
     }
     std::cout << "running:   " << (workers.empty() ? "nothing" : workers) << '\n';
-    if (failures.empty()) {
-        std::cout << "recent failures (24h): none\n";
+    print_failures(failures);
+    if (events.empty()) {
+        std::cout << "recent events (24h): none\n";
         return result;
     }
-    std::cout << "recent failures (24h):\n";
-    TextTable table({"ENDED", "TYPE", "ID", "OUTCOME", "EXIT", "REASON", "STDERR"});
-    for (const auto& f : failures) {
-        auto type = f["type"].get<std::string>();
-        if (!f["hook_name"].get<std::string>().empty()) {
-            type += " " + f["hook_name"].get<std::string>();
+    std::cout << "recent events (24h), newest first (orchestrator events for more):\n";
+    TextTable table({"AT", "EVENT", "BY", "CRAWL", "MESSAGE"});
+    for (const auto& e : events) {
+        auto by = e["actor"].get<std::string>();
+        if (!e["os_user"].get<std::string>().empty()) {
+            by += " (" + e["os_user"].get<std::string>() + ")";
         }
-        table.add_row({f["ended_at"].get<std::string>().substr(0, 19), type, f["id"].get<std::string>(),
-                       f["outcome"].get<std::string>(),
-                       format_exit(f["exit_code"].is_null() ? std::nullopt : std::optional(f["exit_code"].get<int>()),
-                                   f["signal"].is_null() ? std::nullopt : std::optional(f["signal"].get<int>())),
-                       f["end_reason"].get<std::string>(), last_line(f["stderr_tail"].get<std::string>(), 60)});
+        table.add_row({e["at"].get<std::string>().substr(0, 19), e["kind"].get<std::string>(), by,
+                       short_id(e["crawl_id"].get<std::string>()), one_line(e["message"].get<std::string>(), 100)});
     }
     table.print(std::cout);
     return result;

@@ -14,6 +14,11 @@ using nlohmann::json;
 TEST_CASE("ops: status reports a live orchestrator - queues - workers and failures - with LSB exit codes", "[ops]")
 {
     OpsTree tree;
+    // The journal: a routine event (left out) and two that status shows, newest first.
+    tree.exec("INSERT INTO event (kind, actor, os_user, message, crawl_id) VALUES "
+              "('crawl.added', 'cli', 'ann', 'crawl added (1 URL)', '" + c1 + "'), "
+              "('snapshot.gave_up', 'crawl_worker', 'svc', 'snapshot sealed failed: gave up after 3 attempts', '" + c1 + "'), "
+              "('crawl.cancel_requested', 'cli', 'bob', 'cancel requested by operator', '" + c2 + "')");
     auto r = tree.run({"status"});
     INFO(r.out << r.err);
     CHECK(r.exit_code == 0);
@@ -24,6 +29,10 @@ TEST_CASE("ops: status reports a live orchestrator - queues - workers and failur
     CHECK(r.out.find(h2) != std::string::npos);          // the killed hook
     CHECK(r.out.find("fatal: boom") != std::string::npos); // its stderr tail
     CHECK(r.out.find(sw2) != std::string::npos);         // the snapshot worker that exited 1
+    CHECK(r.out.find("recent events (24h)") != std::string::npos);
+    CHECK(r.out.find("cancel requested by operator") != std::string::npos);
+    CHECK(r.out.find("cli (bob)") != std::string::npos);
+    CHECK(r.out.find("crawl added") == std::string::npos);
 
     auto j = tree.run({"status", "--json"});
     REQUIRE(j.exit_code == 0);
@@ -40,6 +49,11 @@ TEST_CASE("ops: status reports a live orchestrator - queues - workers and failur
     CHECK(doc["recent_failures"][1]["id"] == h2);
     CHECK(doc["recent_failures"][1]["outcome"] == "timed_out");
     CHECK(doc["recent_failures"][1]["signal"] == 9);
+    REQUIRE(doc["recent_events"].size() == 2);
+    CHECK(doc["recent_events"][0]["kind"] == "crawl.cancel_requested");
+    CHECK(doc["recent_events"][0]["os_user"] == "bob");
+    CHECK(doc["recent_events"][1]["kind"] == "snapshot.gave_up");
+    CHECK(doc["recent_events"][1]["crawl_id"] == c1);
 
     // A row that says running but names another process (start time differs): 1.
     tree.exec("UPDATE process SET start_ticks = start_ticks + 1 WHERE id = '" + orchestrator + "'");
