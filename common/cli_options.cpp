@@ -45,7 +45,7 @@ void configure_logging(const std::string& program, const CommonOptions& options)
     log::configure(program, options.log_format == "json" ? log::Format::json : log::Format::text, level);
 }
 
-std::filesystem::path prepare_data_dir(const CommonOptions& options)
+std::filesystem::path data_dir_path(const CommonOptions& options)
 {
     if (options.data_dir.empty()) {
         throw ConfigError("the data directory must not be empty (--data-dir / DATA_DIR)");
@@ -59,6 +59,13 @@ std::filesystem::path prepare_data_dir(const CommonOptions& options)
     if (!path.empty() && path.filename().empty()) {
         path = path.parent_path();
     }
+    return path;
+}
+
+std::filesystem::path prepare_data_dir(const CommonOptions& options)
+{
+    const auto path = data_dir_path(options);
+    std::error_code ec;
     std::filesystem::create_directories(path, ec);
     if (ec) {
         throw ConfigError(fmt::format("cannot create data directory {}: {}", path.string(), ec.message()));

@@ -23,7 +23,11 @@ void add_common_options(CLI::App& app, CommonOptions& options);
 // Configures orch::log for this process from the options.
 void configure_logging(const std::string& program, const CommonOptions& options);
 
-// The data directory as an absolute path, created if missing.
+// The data directory as an absolute, normalised path, without touching the disk.
+// Throws ConfigError when it is empty or cannot be made absolute.
+std::filesystem::path data_dir_path(const CommonOptions& options);
+
+// The data directory as data_dir_path() gives it, created if missing.
 // Throws ConfigError when it cannot be created or is not writable.
 std::filesystem::path prepare_data_dir(const CommonOptions& options);
 

@@ -39,7 +39,7 @@ void record_event(pqxx::transaction_base& tx, const std::string& actor, const Ev
     tx.exec_params0("INSERT INTO event (kind, actor, os_user, machine_id, process_id, crawl_id, snapshot_id, "
                     " message, detail) "
                     "VALUES ($1, $2, $3, $4, $5::uuid, $6::uuid, $7::uuid, $8, $9::jsonb)",
-                    event.kind, actor, user, event.machine_id ? event.machine_id : event_machine_id(), event.process_id, event.crawl_id, event.snapshot_id,
+                    event.kind, actor, user, event_machine_id(), event.process_id, event.crawl_id, event.snapshot_id,
                     event.message, event.detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
 

@@ -16,14 +16,13 @@ struct Event {
     std::string message; // one line for a person
     std::optional<std::string> crawl_id;
     std::optional<std::string> snapshot_id;
-    std::optional<std::string> machine_id;
     std::optional<std::string> process_id; // the acting process's row
     nlohmann::json detail = nlohmann::json::object();
 };
 
-// The machine this process acts on (as detected, or --machine-id): recorded with
-// every event that names none, so that each machine's events can be told apart
-// (the orchestrator's metrics count its own). Call once, after parsing options.
+// The machine this process acts on (as detected, or --machine-id), recorded with
+// each of its events, so that each machine's events can be told apart (the
+// orchestrator's metrics count its own). Call once, after parsing options.
 void set_event_machine_id(std::string machine_id);
 
 // Who acts: "cli", "orchestrator", "crawl_worker" or "snapshot_worker". The OS

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <limits>
+#include <stdexcept>
 
 namespace orch {
 
@@ -25,7 +27,9 @@ std::uint64_t read_setting(const Setting& s)
 
 int read_int_setting(const Setting& s)
 {
-    static_assert(setting::snapshot_worker_max_snapshots.max <= 2'147'483'647);
+    if (s.max > static_cast<std::uint64_t>(std::numeric_limits<int>::max())) {
+        throw std::logic_error(fmt::format("{} does not fit an int", s.name));
+    }
     return static_cast<int>(read_setting(s));
 }
 

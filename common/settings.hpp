@@ -48,7 +48,7 @@ const std::vector<const Setting*>& all_settings();
 // empty. Throws ConfigError naming the variable, the range and the value for
 // anything but a whole number in [min, max].
 std::uint64_t read_setting(const Setting& s);
-// The same for the settings whose range fits an int.
+// The same for the settings whose range fits an int (std::logic_error for another).
 int read_int_setting(const Setting& s);
 
 // One setting as the environment has it, for `orchestrator config show`.

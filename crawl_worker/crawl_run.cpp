@@ -96,7 +96,6 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
                            m_stopping == Stop::refused ? "crawl released: " + m_stop_reason
                                                        : std::string("crawl released: stop requested (signal)"),
                            m_ctx.crawl.id};
-            released.machine_id = m_ctx.machine_id;
             released.process_id = m_ctx.self_row_id;
             released.detail = {{"reason", m_stopping == Stop::refused ? "configuration refused" : "signal"}};
             record_event(m_conn, "crawl_worker", released);
@@ -338,7 +337,6 @@ int CrawlRun::recover_orphans()
                 fmt::format("a snapshot worker died: killed {} orphaned trees, closed {} stale rows",
                             report.killed_on_recovery, report.lost),
                 m_ctx.crawl.id};
-        e.machine_id = m_ctx.machine_id;
         e.process_id = m_ctx.self_row_id;
         e.detail = {{"trees_killed", report.killed_on_recovery}, {"rows_lost", report.lost}};
         record_event(m_conn, "crawl_worker", e);

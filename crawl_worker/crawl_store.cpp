@@ -51,13 +51,17 @@ std::optional<CrawlRecord> CrawlStore::load()
     return c;
 }
 
+void CrawlStore::require_lease(pqxx::work& tx, const char* what) const
+{
+    if (tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner).empty()) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while {}", m_crawl_id, what));
+    }
+}
+
 int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
 {
     pqxx::work tx(m_conn);
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
-    if (fence.empty()) {
-        throw LeaseLost(fmt::format("lost the lease on crawl {} while creating snapshots", m_crawl_id));
-    }
+    require_lease(tx, "creating snapshots");
     auto r = tx.exec_params1("WITH created AS ("
                              "  INSERT INTO snapshot (crawl_id, url, depth) "
                              "  SELECT c.id, u.url, 0 FROM crawl c, unnest(c.urls) WITH ORDINALITY AS u(url, n) "
@@ -100,10 +104,7 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
                                int max_attempts, std::chrono::seconds backoff, const std::string& reason)
 {
     pqxx::work tx(m_conn);
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
-    if (fence.empty()) {
-        throw LeaseLost(fmt::format("lost the lease on crawl {} while retrying a snapshot", m_crawl_id));
-    }
+    require_lease(tx, "retrying a snapshot");
     // Only a lease that the dead worker held (or none) is ours to clear.
     auto row = tx.exec_params("SELECT attempts FROM snapshot WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' "
                               "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
@@ -143,10 +144,7 @@ void CrawlStore::give_back_refused(const std::string& snapshot_id, const std::st
                                    const std::string& reason)
 {
     pqxx::work tx(m_conn);
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
-    if (fence.empty()) {
-        throw LeaseLost(fmt::format("lost the lease on crawl {} while giving back a snapshot", m_crawl_id));
-    }
+    require_lease(tx, "giving back a snapshot");
     tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
                     " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
                     "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND lease_owner = $3",
@@ -157,10 +155,7 @@ void CrawlStore::give_back_refused(const std::string& snapshot_id, const std::st
 int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& reason)
 {
     pqxx::work tx(m_conn);
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_crawl_id, m_owner);
-    if (fence.empty()) {
-        throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing snapshots", m_crawl_id));
-    }
+    require_lease(tx, "sealing snapshots");
     tx.exec_params0("UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                     "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
                     "  AND ar.status IN ('queued', 'started')",
@@ -176,17 +171,13 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
 std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason)
 {
     pqxx::work tx(m_conn);
-    std::string outcome;
-    if (forced) {
-        outcome = *forced;
-    } else {
-        auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), count(*) "
-                                      "FROM snapshot WHERE crawl_id = $1",
-                                      m_crawl_id);
-        long ok = counts[0].as<long>();
-        long total = counts[1].as<long>();
-        outcome = ok == total ? "succeeded" : ok == 0 ? "failed" : "partial";
-    }
+    // One count serves the outcome (unless forced) and the journal.
+    auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), count(*) "
+                                  "FROM snapshot WHERE crawl_id = $1",
+                                  m_crawl_id);
+    const long ok = counts[0].as<long>();
+    const long total = counts[1].as<long>();
+    const std::string outcome = forced ? *forced : ok == total ? "succeeded" : ok == 0 ? "failed" : "partial";
     auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = now(), "
                             " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                             "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
@@ -194,13 +185,10 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     if (r.empty()) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
     }
-    auto counts = tx.exec_params1("SELECT count(*), count(*) FILTER (WHERE outcome = 'succeeded') FROM snapshot "
-                                  "WHERE crawl_id = $1",
-                                  m_crawl_id);
     Event e{"crawl.sealed", fmt::format("crawl sealed {}{}", outcome, reason ? ": " + *reason : std::string()),
             m_crawl_id};
     e.process_id = m_owner;
-    e.detail = {{"outcome", outcome}, {"snapshots", counts[0].as<long>()}, {"succeeded", counts[1].as<long>()}};
+    e.detail = {{"outcome", outcome}, {"snapshots", total}, {"succeeded", ok}};
     record_event(tx, "crawl_worker", e);
     tx.commit();
     return outcome;

@@ -62,6 +62,10 @@ public:
     std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason);
 
 private:
+    // Inside `tx`: locks our crawl row FOR SHARE while we hold its lease; throws
+    // LeaseLost naming `what` when we no longer do.
+    void require_lease(pqxx::work& tx, const char* what) const;
+
     pqxx::connection& m_conn;
     std::string m_crawl_id;
     std::string m_owner;

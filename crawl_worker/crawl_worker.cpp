@@ -85,7 +85,6 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     int max_attempts = read_int_setting(setting::snapshot_max_attempts);
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
-    forced_containment_from_env();
 
     auto machine = detect_machine(optional_machine_id(common));
     set_event_machine_id(machine.id);
@@ -111,7 +110,6 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         }
         store.set_owner(self.id);
         Event started{"crawl.started", fmt::format("crawl claimed (attempt {})", lease->attempts()), crawl_id};
-        started.machine_id = machine.id;
         started.process_id = self.id;
         started.detail = {{"attempt", lease->attempts()}, {"pid", ::getpid()}};
         record_event(conn, "crawl_worker", started);

@@ -15,7 +15,6 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <filesystem>
 #include <cstdlib>
 #include <iostream>
 #include <memory>
@@ -85,15 +84,15 @@ void add_options(std::vector<Entry>& out, const CLI::App& app, const std::vector
         } else if (opt != nullptr && opt->count() > 0) {
             e.source = "environment";
         }
-        if (shown.name == "--data-dir" && !shown.value.empty()) {
+        if (shown.name == "--data-dir") {
             // As the executables will resolve it, without creating it.
-            std::error_code ec;
-            auto path = std::filesystem::absolute(shown.value, ec);
-            path = path.lexically_normal();
-            if (!ec && !path.empty() && path.filename().empty()) {
-                path = path.parent_path();
+            CommonOptions resolved;
+            resolved.data_dir = shown.value;
+            try {
+                e.value = data_dir_path(resolved).string();
+            } catch (const ConfigError& err) {
+                e.error = err.what();
             }
-            e.value = ec ? shown.value : path.string();
         }
         if (shown.name == "--machine-id" && shown.value.empty()) {
             e.source = "host";

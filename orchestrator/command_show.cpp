@@ -2,6 +2,7 @@
 
 #include "common/errors.hpp"
 #include "common/ids.hpp"
+#include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>
@@ -35,10 +36,9 @@ constexpr const char* k_crawl_hooks =
     "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id WHERE s.crawl_id = $1 "
     "GROUP BY ar.plugin, ar.hook_name ORDER BY ar.hook_name";
 // The crawl's journal, oldest first (the newest 20).
-constexpr const char* k_crawl_events =
-    "SELECT j FROM (SELECT e.id, jsonb_build_object('at', e.at, 'kind', e.kind, 'actor', e.actor,"
-    "  'os_user', e.os_user, 'snapshot_id', e.snapshot_id, 'message', e.message)::text AS j "
-    "  FROM ops.events e WHERE e.crawl_id = $1 ORDER BY e.id DESC LIMIT 20) newest ORDER BY id";
+const std::string k_crawl_events = std::string("SELECT j FROM (SELECT e.id, ") + k_event_json +
+                                   "::text AS j FROM ops.events e WHERE e.crawl_id = $1 "
+                                   "ORDER BY e.id DESC LIMIT 20) newest ORDER BY id";
 constexpr const char* k_snapshot =
     "SELECT jsonb_build_object('id', s.id, 'crawl_id', s.crawl_id, 'url', s.url, 'depth', s.depth, 'title', s.title,"
     "  'status', s.status, 'outcome', s.outcome, 'error', s.error, 'attempts', s.attempts,"
@@ -107,18 +107,9 @@ void print_crawl(const nlohmann::json& c)
         std::cout << '\n';
         table.print(std::cout);
     }
-    TextTable events({"AT", "EVENT", "BY", "MESSAGE"});
-    for (const auto& e : c["events"]) {
-        auto at = str(e, "at");
-        if (at.size() >= 19) {
-            at = at.substr(0, 10) + " " + at.substr(11, 8);
-        }
-        auto by = str(e, "actor") + (e["os_user"].is_null() ? "" : " (" + str(e, "os_user") + ")");
-        events.add_row({at, str(e, "kind"), by, one_line(str(e, "message"), 100)});
-    }
-    if (!events.empty()) {
+    if (!c["events"].empty()) {
         std::cout << '\n';
-        events.print(std::cout);
+        print_event_table(std::cout, c["events"], false);
     }
 }
 

@@ -2,6 +2,7 @@
 
 #include "common/machine.hpp"
 #include "common/process_identity.hpp"
+#include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>
@@ -35,11 +36,10 @@ constexpr const char* k_recent_failures =
     "ORDER BY ended_at DESC LIMIT $1";
 // The journal's last day, without the routine life of crawls that went well:
 // operator actions, give-ups, releases, back-offs, recoveries, starts and stops.
-constexpr const char* k_recent_events =
-    "SELECT at::text, kind, actor, coalesce(os_user, ''), coalesce(crawl_id::text, ''), message "
-    "FROM ops.events "
-    "WHERE at > now() - interval '24 hours' AND kind NOT IN ('crawl.added', 'crawl.started', 'crawl.sealed') "
-    "ORDER BY id DESC LIMIT $1";
+const std::string k_recent_events =
+    std::string("SELECT ") + k_event_json + "::text FROM ops.events e "
+    "WHERE e.at > now() - interval '24 hours' AND e.kind NOT IN ('crawl.added', 'crawl.started', 'crawl.sealed') "
+    "ORDER BY e.id DESC LIMIT $1";
 
 template <typename T>
 nlohmann::json json_or_null(const pqxx::field& f)
@@ -147,9 +147,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
     }
     nlohmann::json events = nlohmann::json::array();
     for (const auto& row : tx.exec_prepared("status_recent_events", 5)) {
-        events.push_back({{"at", row[0].as<std::string>()}, {"kind", row[1].as<std::string>()},
-                          {"actor", row[2].as<std::string>()}, {"os_user", row[3].as<std::string>()},
-                          {"crawl_id", row[4].as<std::string>()}, {"message", row[5].as<std::string>()}});
+        events.push_back(nlohmann::json::parse(row[0].c_str()));
     }
     tx.commit();
 
@@ -201,16 +199,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
         return result;
     }
     std::cout << "recent events (24h), newest first (orchestrator events for more):\n";
-    TextTable table({"AT", "EVENT", "BY", "CRAWL", "MESSAGE"});
-    for (const auto& e : events) {
-        auto by = e["actor"].get<std::string>();
-        if (!e["os_user"].get<std::string>().empty()) {
-            by += " (" + e["os_user"].get<std::string>() + ")";
-        }
-        table.add_row({e["at"].get<std::string>().substr(0, 19), e["kind"].get<std::string>(), by,
-                       short_id(e["crawl_id"].get<std::string>()), one_line(e["message"].get<std::string>(), 100)});
-    }
-    table.print(std::cout);
+    print_event_table(std::cout, events, true);
     return result;
 }
 

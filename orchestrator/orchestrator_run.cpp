@@ -190,7 +190,6 @@ private:
                                                          : outcome.end_reason,
                                      backoff.count()),
                          crawl_id};
-        backed_off.machine_id = m_machine.id;
         backed_off.process_id = m_self_id;
         backed_off.detail = {{"worker", outcome.row_id}, {"failures", failures}, {"retry_in_s", backoff.count()}};
         record_event(m_conn, "orchestrator", backed_off);
@@ -248,7 +247,6 @@ private:
                     fmt::format("recovery closed {} stale rows, killed {} orphaned trees, freed {} leases",
                                 total.lost + total.pid_reused + total.boot_changed, total.killed_on_recovery,
                                 leases.crawls + leases.snapshots)};
-            e.machine_id = m_machine.id;
             e.process_id = m_self_id;
             e.detail = {{"rows_lost", total.lost},           {"trees_killed", total.killed_on_recovery},
                         {"pid_reused", total.pid_reused},    {"boot_changed", total.boot_changed},
@@ -325,12 +323,10 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     check_settings();
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
-    forced_containment_from_env();
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();
     apply_migrations(conn);
     auto machine = detect_machine(optional_machine_id(common));
-    set_event_machine_id(machine.id);
     register_machine(conn, machine, std::nullopt);
 
     RunnerGate gate(conn, machine.id, data_dir.string());
@@ -365,7 +361,6 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     Event started{"orchestrator.started",
                   fmt::format("orchestrator started ({}){}", options.daemon ? "daemon" : "one-shot",
                               took_over_from ? ", taking over from " + *took_over_from : std::string())};
-    started.machine_id = machine.id;
     started.process_id = self.id;
     started.detail = {{"pid", ::getpid()}, {"daemon", options.daemon}, {"data_dir", data_dir.string()},
                       {"version", version_string("orchestrator")}};
@@ -382,7 +377,6 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     Orchestrator orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
     auto record_stop = [&](int exit_code, const std::string& why) {
         Event stopped{"orchestrator.stopped", fmt::format("orchestrator stopped (exit {}{})", exit_code, why)};
-        stopped.machine_id = machine.id;
         stopped.process_id = self.id;
         stopped.detail = {{"exit_code", exit_code}, {"stop_signals", stop.count()}};
         record_event(conn, "orchestrator", stopped);

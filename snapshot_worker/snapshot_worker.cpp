@@ -5,7 +5,6 @@
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
 #include "common/errors.hpp"
-#include "common/event_journal.hpp"
 #include "common/hook_plan.hpp"
 #include "common/ids.hpp"
 #include "common/lease.hpp"
@@ -130,12 +129,10 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
-    forced_containment_from_env();
     const int max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
     const auto crawl_id = snapshot->crawl_id;
 
     auto machine = detect_machine(optional_machine_id(common));
-    set_event_machine_id(machine.id);
     register_machine(conn, machine, std::nullopt);
     SelfRegistration reg;
     reg.machine_id = machine.id;

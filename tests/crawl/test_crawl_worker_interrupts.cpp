@@ -324,37 +324,33 @@ TEST_CASE("crawl_worker: a snapshot worker that refuses its configuration releas
     check_nothing_left(f);
 }
 
-TEST_CASE("crawl_worker: a setting only its snapshot workers read is checked before the crawl is claimed",
+TEST_CASE("crawl_worker: what only its snapshot workers read is checked before the crawl is claimed",
           "[crawl_worker][interrupts]")
 {
     CrawlFixture f;
     f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
     auto id = f.add_crawl(CrawlFixture::site_urls(2));
-    auto p = f.run(id, {{"HOOK_PARALLELISM", "0"}}, 40s);
+    CrawlEnv env;
+    std::string message;
+    SECTION("a setting")
+    {
+        env = {{"HOOK_PARALLELISM", "0"}};
+        message = "HOOK_PARALLELISM must be a whole number from 1 to 64, got '0'";
+    }
+    SECTION("a URL pattern of the crawl's config")
+    {
+        // `add` refuses it; a crawl row can still get it from elsewhere (SQL, another version).
+        f.scalar("UPDATE crawl SET config = '{\"url_deny\": \"([\"}' WHERE id = " + f.quote(id) + " RETURNING 1");
+        message = "url_deny";
+    }
+    auto p = f.run(id, env, 40s);
     INFO(p->output());
     CHECK(p->exit_code() == 3);
-    CHECK(p->output().find("HOOK_PARALLELISM must be a whole number from 1 to 64, got '0'") != std::string::npos);
+    CHECK(p->output().find(message) != std::string::npos);
     CHECK(f.scalar("SELECT status || '/' || attempts || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " +
                    f.quote(id)) == "queued/0/true");
     CHECK(f.count("SELECT count(*) FROM snapshot") == 0);
     CHECK(f.count("SELECT count(*) FROM process") == 0);
-}
-
-TEST_CASE("crawl_worker: a URL pattern its snapshot workers could not compile is refused before the crawl is claimed",
-          "[crawl_worker][interrupts]")
-{
-    CrawlFixture f;
-    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
-    auto id = f.add_crawl(CrawlFixture::site_urls(2));
-    // `add` refuses it; a crawl row can still get it from elsewhere (SQL, another version).
-    f.scalar("UPDATE crawl SET config = '{\"url_deny\": \"([\"}' WHERE id = " + f.quote(id) + " RETURNING 1");
-    auto p = f.run(id, {}, 40s);
-    INFO(p->output());
-    CHECK(p->exit_code() == 3);
-    CHECK(p->output().find("url_deny") != std::string::npos);
-    CHECK(f.scalar("SELECT status || '/' || attempts || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " +
-                   f.quote(id)) == "queued/0/true");
-    CHECK(f.count("SELECT count(*) FROM snapshot") == 0);
 }
 
 TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook that ignores the first",
