@@ -75,35 +75,54 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             m_stopping = Stop::failed;
             m_stop_reason = "a required Crawl hook failed";
         }
+        bool seeded = false;
         if (m_stopping == Stop::none) {
+            seeded = true;
             int created = m_store.create_seed_snapshots(m_ctx.crawl.max_urls);
             log::info("crawl started", {{"urls", std::to_string(m_ctx.crawl.url_count)},
                                         {"seed_snapshots", std::to_string(created)},
                                         {"max_workers", std::to_string(m_ctx.max_workers)}});
         }
-        while (m_stopping == Stop::none) {
-            spawn_due_workers();
-            if (m_workers.empty() && m_store.unsealed_count() == 0) {
-                break;
+        // Paused, the crawl drains: no new snapshot workers, and the running ones
+        // claim nothing more for a paused crawl, so each exits after its snapshot.
+        // Nothing that ran is lost. A resume before the last one exits carries on.
+        while (m_stopping == Stop::none || m_stopping == Stop::paused) {
+            if (m_stopping == Stop::none) {
+                spawn_due_workers();
+                if (m_workers.empty() && m_store.unsealed_count() == 0) {
+                    break;
+                }
+            } else if (m_workers.empty()) {
+                check_limits(); // a last look: resumed or cancelled meanwhile?
+                if (m_stopping == Stop::none && !seeded) {
+                    // Paused before its Crawl hooks finished: the next claim runs them again.
+                    m_stopping = Stop::paused;
+                }
+                if (m_stopping == Stop::paused) {
+                    break;
+                }
+                continue;
             }
             pump(Clock::now() + std::chrono::seconds(1));
         }
-        if (m_stopping == Stop::signal || m_stopping == Stop::refused) {
+        if (m_stopping == Stop::signal || m_stopping == Stop::refused || m_stopping == Stop::paused) {
             stop_workers();
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
             m_lease.release(m_conn);
-            Event released{"crawl.released",
-                           m_stopping == Stop::refused ? "crawl released: " + m_stop_reason
-                                                       : std::string("crawl released: stop requested (signal)"),
-                           m_ctx.crawl.id};
+            static const std::map<Stop, std::pair<std::string, std::string>> k_releases = {
+                {Stop::signal, {"signal", "stop requested (signal)"}},
+                {Stop::refused, {"configuration refused", m_stop_reason}},
+                {Stop::paused, {"paused", "paused; its running snapshots finished"}}};
+            const auto& [why, message] = k_releases.at(m_stopping);
+            Event released{"crawl.released", "crawl released: " + message, m_ctx.crawl.id};
             released.process_id = m_ctx.self_row_id;
-            released.detail = {{"reason", m_stopping == Stop::refused ? "configuration refused" : "signal"}};
+            released.detail = {{"reason", why}};
             record_event(m_conn, "crawl_worker", released);
             if (m_stopping == Stop::refused) {
                 log::error("crawl released for a later run: " + m_stop_reason);
                 return ExitCode::config;
             }
-            log::warn("crawl released for a later run (stop requested)");
+            log::warn("crawl released for a later run (" + message + ")");
             return ExitCode::interrupted;
         }
         std::optional<std::string> forced;
@@ -304,7 +323,7 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
                                   "--stderr",
                                   outcome.row_id);
         m_store.give_back_refused(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
-        if (m_stopping == Stop::none || m_stopping == Stop::signal) {
+        if (m_stopping == Stop::none || m_stopping == Stop::signal || m_stopping == Stop::paused) {
             m_stopping = Stop::refused;
             m_stop_reason = reason;
         }
@@ -381,12 +400,21 @@ void CrawlRun::check_limits()
 {
     // Cancellation is polled too, once a second: NOTIFY is a hint, not a guarantee.
     m_next_check = Clock::now() + std::chrono::seconds(1);
-    if (m_stopping != Stop::none || m_finishing) {
+    if ((m_stopping != Stop::none && m_stopping != Stop::paused) || m_finishing) {
         return;
     }
-    if (m_store.cancel_requested()) {
+    const auto control = m_store.control();
+    if (control.cancel_requested) {
         m_stopping = Stop::cancelled;
         m_stop_reason = "cancelled";
+    } else if (control.paused) {
+        if (m_stopping != Stop::paused) {
+            log::info("crawl paused: letting the running snapshots finish", {{"workers", std::to_string(m_workers.size())}});
+        }
+        m_stopping = Stop::paused;
+    } else if (m_stopping == Stop::paused) {
+        log::info("crawl resumed before it was released");
+        m_stopping = Stop::none;
     } else if (Clock::now() >= crawl_deadline()) {
         m_stopping = Stop::timed_out;
         m_stop_reason = fmt::format("crawl timed out after {} s", m_ctx.crawl.timeout_s.value_or(0));

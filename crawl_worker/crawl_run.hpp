@@ -49,12 +49,13 @@ public:
     CrawlRun(Context ctx, Supervisor& supervisor, CrawlStore& store, Lease& lease, pqxx::connection& conn,
              StopSignals& stop);
 
-    // ok = sealed; interrupted = stopped by a signal, crawl released; config_error =
-    // a snapshot worker refused its configuration, crawl released; lease_lost.
+    // ok = sealed; interrupted = stopped by a signal, or paused by an operator (the
+    // running snapshots finished first), crawl released; config_error = a snapshot
+    // worker refused its configuration, crawl released; lease_lost.
     ExitCode run(const std::vector<CrawlHook>& crawl_hooks, const std::vector<CrawlHook>& end_hooks);
 
 private:
-    enum class Stop { none, signal, refused, cancelled, timed_out, failed };
+    enum class Stop { none, paused, signal, refused, cancelled, timed_out, failed };
 
     // Runs the hooks of one event in step order; returns false if a required hook failed.
     bool run_hooks(const std::vector<CrawlHook>& hooks, const char* event);
@@ -64,6 +65,7 @@ private:
     // Tears down the hooks of snapshot workers that died (process rows only); returns how many trees.
     int recover_orphans();
     void pump(std::chrono::steady_clock::time_point until);
+    // Reads the crawl's row (cancel, pause, resume) and its timeout into m_stopping.
     void check_limits();
     void stop_workers();
     std::chrono::steady_clock::time_point crawl_deadline() const;

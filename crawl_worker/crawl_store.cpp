@@ -12,6 +12,11 @@ namespace {
 
 // The crawl-lease fence; FOR SHARE makes a concurrent claim wait for our commit.
 constexpr const char* k_fence = "EXISTS (SELECT 1 FROM crawl f WHERE f.id = $1 AND f.lease_owner = $2 FOR SHARE)";
+// Before we registered: leased to the row our orchestrator claimed it for, named by
+// $2 (--process-id) or by $3 (the cookie it put in our environment).
+constexpr const char* k_held_for_us =
+    "(lease_owner = $2::uuid OR lease_owner IN (SELECT p.id FROM process p WHERE p.cookie = $3 "
+    "                                            AND p.status <> 'exited'))";
 
 } // namespace
 
@@ -81,11 +86,50 @@ long CrawlStore::unsealed_count()
         .as<long>();
 }
 
-bool CrawlStore::cancel_requested()
+CrawlStore::Control CrawlStore::control()
 {
     pqxx::read_transaction tx(m_conn);
-    auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL FROM crawl WHERE id = $1", m_crawl_id);
-    return !r.empty() && r[0][0].as<bool>();
+    auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL, status = 'paused' FROM crawl WHERE id = $1",
+                            m_crawl_id);
+    Control c;
+    if (!r.empty()) {
+        c.cancel_requested = r[0][0].as<bool>();
+        c.paused = r[0][1].as<bool>();
+    }
+    return c;
+}
+
+bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie,
+                               const std::string& problem)
+{
+    pqxx::work tx(m_conn);
+    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', retry_at = NULL, lease_owner = NULL, "
+                                        " lease_expires_at = NULL, modified_at = now() "
+                                        "WHERE id = $1 AND status IN ('queued', 'started') "
+                                        "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "
+                                        "RETURNING 1",
+                                        k_held_for_us),
+                            m_crawl_id, lease_holder, cookie);
+    if (r.empty()) {
+        return false;
+    }
+    Event e{"crawl.paused", "crawl paused: its configuration is refused: " + problem, m_crawl_id};
+    e.detail = {{"reason", "configuration refused"}, {"problem", problem}};
+    record_event(tx, "crawl_worker", e);
+    tx.commit();
+    return true;
+}
+
+void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holder,
+                                   const std::optional<std::string>& cookie)
+{
+    pqxx::work tx(m_conn);
+    tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
+                                " retry_at = CASE WHEN status = 'paused' THEN NULL ELSE retry_at END, "
+                                " modified_at = now() WHERE id = $1 AND {}",
+                                k_held_for_us),
+                    m_crawl_id, lease_holder, cookie);
+    tx.commit();
 }
 
 std::optional<std::string> CrawlStore::held_by(const std::string& worker)

@@ -38,8 +38,26 @@ public:
     // (Due snapshots are claimed in batches by claim_due_snapshots, common/snapshot_claims.hpp.)
     // Unsealed snapshots left (any lease state).
     long unsealed_count();
-    // Whether cancellation was requested.
-    bool cancel_requested();
+    // What an operator asked of the crawl since it was loaded.
+    struct Control {
+        bool cancel_requested = false;
+        bool paused = false;
+    };
+    Control control();
+    // Before the crawl is claimed, for a crawl whose own configuration the
+    // workers refuse (common/crawl_config_check.hpp): pauses it, so that no
+    // orchestrator retries it until an operator resumes or cancels it, and
+    // journals why, in one transaction. Only a crawl that is queued or started
+    // and unleased, leased to the row an orchestrator claimed it for (named by
+    // `lease_holder`, our --process-id, or by `cookie`, the one our parent put
+    // in our environment), or whose lease expired is paused; its lease is freed.
+    // Returns whether it was paused.
+    bool pause_refused(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie,
+                       const std::string& problem);
+    // Before the crawl is claimed, for a crawl we will not run (paused meanwhile):
+    // frees the lease an orchestrator took for us (named as above), so that a
+    // resume makes it claimable at once, not after a recovery pass.
+    void release_unstarted(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie);
 
     // The unsealed snapshot whose lease `worker` (a process row) holds, if any: what
     // a snapshot worker that takes one snapshot after another was on when it died.

@@ -1,6 +1,7 @@
 #include "crawl_worker/crawl_worker.hpp"
 
 #include "common/containment.hpp"
+#include "common/crawl_config_check.hpp"
 #include "common/database.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
@@ -16,11 +17,11 @@
 #include "common/notification_listener.hpp"
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
+#include "common/process_identity.hpp"
 #include "common/self_registration.hpp"
 #include "common/settings.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
-#include "common/url_filter.hpp"
 #include "crawl_worker/crawl_run.hpp"
 #include "crawl_worker/crawl_store.hpp"
 
@@ -71,16 +72,37 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         log::info("crawl already sealed; nothing to do");
         return ExitCode::ok;
     }
-    // Plugin problems surface here, before the crawl is claimed: bad configuration changes nothing.
-    auto hooks = plan_hooks(plugin_roots(options.plugins_dir), crawl->config, {"Crawl", "CrawlEnd"});
-    // Its snapshot workers' URL patterns too: each of them would refuse the crawl.
-    UrlFilter{crawl->config};
-    const auto& crawl_hooks = hooks["Crawl"];
-    const auto& end_hooks = hooks["CrawlEnd"];
+    std::optional<std::string> cookie;
+    if (const char* c = std::getenv(k_cookie_env_var); c != nullptr && *c != '\0') {
+        cookie = c;
+    }
+    if (crawl->status == "paused") {
+        // Paused between our orchestrator's claim and now: its lease goes back at once.
+        store.release_unstarted(adopt, cookie);
+        log::warn(fmt::format("crawl is paused; nothing to do until `orchestrator resume {}`", crawl_id));
+        return ExitCode::ok;
+    }
     // Every setting is read before anything is written: a bad one changes nothing.
     // The snapshot workers' too: they inherit our environment, and each of them
     // would refuse its snapshot in turn.
     check_settings();
+    // Plugin problems surface here, before the crawl is claimed. The machine's own
+    // (a config.json, a plugin) throw and leave the crawl due: fixing the machine
+    // fixes every crawl. The crawl's own (its URL patterns, a plugin value its
+    // snapshot workers would refuse too) cannot get better by retrying: the crawl
+    // is paused, so that no daemon retries it forever.
+    const auto roots = plugin_roots(options.plugins_dir);
+    if (auto problem = crawl_config_problem(crawl->config, roots)) {
+        if (store.pause_refused(adopt, cookie, *problem)) {
+            throw ConfigError(fmt::format("crawl {} paused: its configuration is refused: {} (fix the plugins and "
+                                          "`orchestrator resume {}`, or cancel it)",
+                                          crawl_id, *problem, crawl_id));
+        }
+        throw ConfigError(fmt::format("crawl {}: its configuration is refused: {}", crawl_id, *problem));
+    }
+    auto hooks = plan_hooks(roots, crawl->config, {"Crawl", "CrawlEnd"});
+    const auto& crawl_hooks = hooks["Crawl"];
+    const auto& end_hooks = hooks["CrawlEnd"];
     auto grace = std::chrono::seconds(read_int_setting(setting::teardown_grace));
     int max_attempts = read_int_setting(setting::snapshot_max_attempts);
     const auto lease_ttl = lease_ttl_from_env();

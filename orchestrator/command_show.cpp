@@ -89,6 +89,10 @@ void print_crawl(const nlohmann::json& c)
     if (!c["cancel_requested_at"].is_null()) {
         std::cout << "cancel    requested at " << str(c, "cancel_requested_at") << '\n';
     }
+    if (str(c, "status") == "paused") {
+        std::cout << fmt::format("paused    until `orchestrator resume {}` (why: the crawl.paused event below)\n",
+                                 str(c, "id"));
+    }
     std::cout << fmt::format("snapshots {} total: {} queued, {} started, {} sealed ({} succeeded, {} partial, "
                              "{} failed, {} cancelled, {} timed out)\n",
                              str(n, "total"), str(n, "queued"), str(n, "started"), str(n, "sealed"),

@@ -1,36 +1,32 @@
 #include "orchestrator/crawl_config_check.hpp"
 
+#include "common/crawl_config_check.hpp"
 #include "common/errors.hpp"
-#include "common/hook_plan.hpp"
 #include "common/log.hpp"
 #include "common/url_filter.hpp"
 
 #include <fmt/format.h>
 
-
 namespace orch {
 
 void check_crawl_config(const nlohmann::json& config, const std::string& plugins_dir)
 {
+    // The URL patterns do not depend on the machine: they are always checked.
     try {
         UrlFilter filter(config);
     } catch (const ConfigError& e) {
         throw InvalidInput(e.what());
     }
-    const std::vector<std::string> events{"Crawl", "Snapshot", "CrawlEnd"};
-    PluginRoots roots;
+    std::optional<std::string> problem;
     try {
-        roots = plugin_roots(plugins_dir);
-        plan_hooks(roots, nlohmann::json::object(), events);
+        problem = crawl_config_problem(config, plugin_roots(plugins_dir));
     } catch (const ConfigError& e) {
         log::warn("crawl config not checked against the plugins: they cannot be planned here",
                   {{"error", e.what()}});
         return;
     }
-    try {
-        plan_hooks(roots, config, events);
-    } catch (const ConfigError& e) {
-        throw InvalidInput(e.what());
+    if (problem) {
+        throw InvalidInput(*problem);
     }
 }
 

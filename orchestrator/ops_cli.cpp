@@ -50,6 +50,14 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
                                             "sealed cancelled at once)");
     m_cancel->add_option("crawl_id", m_cancel_id, "crawl id")->required();
 
+    m_pause = app.add_subcommand("pause", "pause a crawl: nothing more starts for it until resumed (its running "
+                                          "snapshots finish, then its crawl worker releases it)");
+    m_pause->add_option("crawl_id", m_pause_options.crawl_id, "crawl id")->required();
+    m_pause->add_option("--reason", m_pause_options.reason, "why, for the event journal");
+
+    m_resume = app.add_subcommand("resume", "resume a paused crawl");
+    m_resume->add_option("crawl_id", m_resume_id, "crawl id")->required();
+
     m_retry = app.add_subcommand("retry", "queue a snapshot's failed results again, or those of a crawl's "
                                           "unsuccessful snapshots");
     m_retry->add_option("id", m_retry_id, "snapshot id or crawl id")->required();
@@ -91,6 +99,10 @@ std::optional<int> OpsCommands::run()
         command_show(m_common, m_show_options);
     } else if (*m_cancel) {
         command_cancel(m_common, m_cancel_id);
+    } else if (*m_pause) {
+        command_pause(m_common, m_pause_options);
+    } else if (*m_resume) {
+        command_resume(m_common, m_resume_id);
     } else if (*m_retry) {
         command_retry(m_common, m_retry_id);
     } else if (*m_prune) {

@@ -53,6 +53,18 @@ struct ShowOptions {
 void command_show(const CommonOptions& options, const ShowOptions& show);
 
 void command_cancel(const CommonOptions& options, const std::string& crawl_id);
+
+struct PauseOptions {
+    std::string crawl_id;
+    std::string reason; // journaled with the pause
+};
+// Pauses an unsealed crawl: not due until resumed; a crawl worker holding it
+// lets its running snapshots finish, then releases it (exit 10). Already paused
+// or sealed: says so. Throws NotFound, InvalidInput (malformed id).
+void command_pause(const CommonOptions& options, const PauseOptions& pause);
+// A paused crawl is due again at once (or carries on, if its worker has not
+// released it yet). Not paused: says so.
+void command_resume(const CommonOptions& options, const std::string& crawl_id);
 void command_retry(const CommonOptions& options, const std::string& id);
 
 struct PruneOptions {
@@ -93,6 +105,8 @@ private:
     CLI::App* m_logs = nullptr;
     CLI::App* m_show = nullptr;
     CLI::App* m_cancel = nullptr;
+    CLI::App* m_pause = nullptr;
+    CLI::App* m_resume = nullptr;
     CLI::App* m_retry = nullptr;
     CLI::App* m_prune = nullptr;
     CLI::App* m_ops = nullptr;
@@ -102,6 +116,8 @@ private:
     LogsOptions m_logs_options;
     ShowOptions m_show_options;
     std::string m_cancel_id;
+    PauseOptions m_pause_options;
+    std::string m_resume_id;
     std::string m_retry_id;
     PruneOptions m_prune_options;
     ReaderRoleOptions m_role_options;

@@ -38,7 +38,8 @@ constexpr const char* k_events =
 // Kinds exported from the start (at 0), so that rate() and alerts see them before their first event.
 const char* const k_event_kinds[] = {"crawl.added",        "crawl.started",      "crawl.sealed",
                                      "crawl.released",     "crawl.backed_off",   "crawl.cancel_requested",
-                                     "crawl.cancelled",    "crawl.retried",      "snapshot.retried",
+                                     "crawl.cancelled",    "crawl.retried",      "crawl.paused",
+                                     "crawl.resumed",      "snapshot.retried",
                                      "snapshot.gave_up",   "recovery.cleaned",   "orchestrator.started",
                                      "orchestrator.stopped", "process.pruned",   "schedule.added",
                                      "schedule.enabled",   "schedule.disabled",  "ops.reader_role"};

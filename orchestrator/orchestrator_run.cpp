@@ -91,6 +91,9 @@ public:
         if (m_config_error) {
             throw ConfigError(*m_config_error);
         }
+        if (m_paused_for_config) {
+            throw ConfigError(*m_paused_for_config);
+        }
         return ExitCode::ok;
     }
 
@@ -174,6 +177,20 @@ private:
         if (clean) {
             m_failures.erase(crawl_id);
             return;
+        }
+        if (outcome.exit_code == to_int(ExitCode::config) && !outcome.term_signal && crawl_paused(m_conn, crawl_id)) {
+            // The crawl's own configuration was refused and its worker paused it: no
+            // retry can help, and the other crawls are not affected. Its worker
+            // journaled why; a one-shot run still ends with exit 3 to say so.
+            m_failures.erase(crawl_id);
+            log::error("crawl paused: its configuration is refused; fix it, then `orchestrator resume`",
+                       {{"crawl", crawl_id}, {"process", outcome.row_id}});
+            if (!m_options.daemon && !m_paused_for_config) {
+                m_paused_for_config = fmt::format(
+                    "crawl {} was paused: its configuration is refused (see `orchestrator show crawl {}`)", crawl_id,
+                    crawl_id);
+            }
+            return; // it refused before claiming: nothing of it runs
         }
         // Back off before recovery frees the lease: recovery would make the crawl due
         // at once, and a worker that fails at start would be respawned in a hot loop.
@@ -307,6 +324,7 @@ private:
     std::map<std::string, std::string> m_workers; // worker row id -> crawl id
     std::map<std::string, int> m_failures;         // crawl id -> consecutive failed workers
     std::optional<std::string> m_config_error;
+    std::optional<std::string> m_paused_for_config; // one-shot: a crawl paused, the others ran
 };
 
 } // namespace

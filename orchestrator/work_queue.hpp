@@ -21,7 +21,12 @@ struct ClaimedCrawl {
 // Concurrent orchestrators never get the same crawl.
 std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl);
 
-// Gives a crawl back if `owner` still holds it; due again after `backoff`.
+// Whether the crawl is paused (an operator's pause, or a crawl worker that found
+// the crawl's own configuration refused).
+bool crawl_paused(pqxx::connection& conn, const std::string& crawl_id);
+
+// Gives a crawl back if `owner` still holds it; due again after `backoff`
+// (a paused one is not due at all).
 void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
                    std::chrono::seconds backoff);
 

@@ -61,4 +61,10 @@ std::string slow_hook(const std::filesystem::path& started, const std::filesyste
            started.string() + "\"\nsleep 60 &\nwait\n";
 }
 
+std::string gated_hook(const std::filesystem::path& started, const std::filesystem::path& go)
+{
+    return "echo \"$snap\" >> '" + started.string() + "'\n" + "for i in $(seq 1 600); do [ -e '" + go.string() +
+           "' ] && break; sleep 0.05; done\n" + succeeded_record("done");
+}
+
 } // namespace orch::test

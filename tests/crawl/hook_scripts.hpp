@@ -29,4 +29,8 @@ std::string check_browser_hook(const std::filesystem::path& seen);
 // "$snap <epoch seconds>" to `terms` and exits 1 (its `sleep` child is left to the teardown).
 std::string slow_hook(const std::filesystem::path& started, const std::filesystem::path& terms);
 
+// Appends $snap to `started`, waits (up to 30 s) until `go` exists, then prints a
+// succeeded record: the test decides when the running snapshots finish.
+std::string gated_hook(const std::filesystem::path& started, const std::filesystem::path& go);
+
 } // namespace orch::test

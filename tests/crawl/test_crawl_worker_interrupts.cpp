@@ -3,6 +3,7 @@
 
 #include "tests/crawl/crawl_fixture.hpp"
 #include "tests/crawl/hook_scripts.hpp"
+#include "tests/support/command_runner.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -11,6 +12,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <thread>
 
 using namespace orch::test;
 using namespace std::chrono_literals;
@@ -332,6 +334,7 @@ TEST_CASE("crawl_worker: what only its snapshot workers read is checked before t
     auto id = f.add_crawl(CrawlFixture::site_urls(2));
     CrawlEnv env;
     std::string message;
+    std::string status = "queued"; // the machine's problem: the crawl stays due
     SECTION("a setting")
     {
         env = {{"HOOK_PARALLELISM", "0"}};
@@ -340,15 +343,17 @@ TEST_CASE("crawl_worker: what only its snapshot workers read is checked before t
     SECTION("a URL pattern of the crawl's config")
     {
         // `add` refuses it; a crawl row can still get it from elsewhere (SQL, another version).
+        // The crawl's own problem: no retry can help, so it is paused.
         f.scalar("UPDATE crawl SET config = '{\"url_deny\": \"([\"}' WHERE id = " + f.quote(id) + " RETURNING 1");
         message = "url_deny";
+        status = "paused";
     }
     auto p = f.run(id, env, 40s);
     INFO(p->output());
     CHECK(p->exit_code() == 3);
     CHECK(p->output().find(message) != std::string::npos);
     CHECK(f.scalar("SELECT status || '/' || attempts || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " +
-                   f.quote(id)) == "queued/0/true");
+                   f.quote(id)) == status + "/0/true");
     CHECK(f.count("SELECT count(*) FROM snapshot") == 0);
     CHECK(f.count("SELECT count(*) FROM process") == 0);
 }
@@ -384,4 +389,127 @@ TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook t
     CHECK(f.rows("SELECT status, lease_owner FROM crawl WHERE id = " + f.quote(id)) ==
           std::vector<std::vector<std::string>>{{"started", ""}});
     check_nothing_left(f, false);
+}
+
+TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases the crawl - resume runs the rest",
+          "[crawl_worker][interrupts][pause]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto go = f.root / "go";
+    f.write_hook("gated", "on_Snapshot__10_gated.sh", gated_hook(started, go));
+    auto id = f.add_crawl(CrawlFixture::site_urls(6));
+    const auto q = f.quote(id);
+    auto cli = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", f.db.url(),
+                                         "--data-dir", f.data.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv);
+    };
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
+
+    auto paused = cli({"pause", id, "--reason", "site maintenance"});
+    INFO(paused.out << paused.err);
+    REQUIRE(paused.exit_code == 0);
+    CHECK(paused.out.find("lets the running snapshots finish") != std::string::npos);
+    CHECK(cli({"pause", id}).out.find("already paused") != std::string::npos);
+    // Draining: nothing new starts, nothing running is stopped, the lease is kept.
+    std::this_thread::sleep_for(1500ms);
+    CHECK_FALSE(p->exited());
+    CHECK(read_lines(started).size() == 2);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook' AND status = 'running'") == 2);
+    CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NOT NULL) FROM crawl WHERE id = " + q) == "paused/true");
+
+    SECTION("once they finish it is released - and resume runs the rest in a new run")
+    {
+        std::ofstream(go) << "1";
+        REQUIRE(p->wait_for(30s));
+        INFO(p->output());
+        CHECK(p->exit_code() == 10);
+        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (retry_at IS NULL) FROM crawl "
+                       "WHERE id = " + q) == "paused/true/true");
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 2);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
+                      " AND status <> 'sealed' AND attempts = 0 AND lease_owner IS NULL") == 4);
+        CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.released' AND detail->>'reason' = 'paused' "
+                      "AND crawl_id = " + q) == 1);
+        CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND actor = 'cli' "
+                      "AND message LIKE '%site maintenance%' AND crawl_id = " + q) == 1);
+        check_nothing_left(f, false);
+        // A worker run by hand on the paused crawl does nothing.
+        auto idle = f.run(id);
+        CHECK(idle->exit_code() == 0);
+        CHECK(idle->output().find("paused") != std::string::npos);
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status = 'sealed'") == 2);
+        // Paused between an orchestrator's claim and its crawl worker's start: the lease goes back.
+        const std::string claimed_for = "00000000-0000-4000-8000-00000000c1a1";
+        f.exec("UPDATE crawl SET lease_owner = '" + claimed_for + "', lease_expires_at = now() + interval '1 minute' "
+               "WHERE id = " + q);
+        auto late_argv = f.argv(id);
+        late_argv.insert(late_argv.end(), {"--process-id", claimed_for});
+        CrawlWorkerProcess late(late_argv, f.env(), f.root / "late.log");
+        REQUIRE(late.wait_for(30s));
+        CHECK(late.exit_code() == 0);
+        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (retry_at IS NULL) FROM crawl "
+                       "WHERE id = " + q) == "paused/true/true");
+
+        auto resumed = cli({"resume", id});
+        INFO(resumed.out << resumed.err);
+        CHECK(resumed.exit_code == 0);
+        CHECK(f.scalar("SELECT status || '/' || (retry_at <= now()) FROM crawl WHERE id = " + q) == "started/true");
+        CHECK(cli({"resume", id}).out.find("not paused") != std::string::npos);
+        auto again = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+        INFO(again->output());
+        CHECK(again->exit_code() == 0);
+    }
+    SECTION("resumed before it is released - the same run carries on to the end")
+    {
+        auto resumed = cli({"resume", id});
+        INFO(resumed.out << resumed.err);
+        CHECK(resumed.exit_code == 0);
+        CHECK(resumed.out.find("carries on") != std::string::npos);
+        std::ofstream(go) << "1";
+        REQUIRE(p->wait_for(30s));
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.released' AND crawl_id = " + q) == 0);
+    }
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded' "
+                  "AND attempts = 1") == 6);
+    CHECK(read_lines(started).size() == 6);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.resumed' AND crawl_id = " + q) == 1);
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a crawl whose own configuration is refused is paused before it is claimed",
+          "[crawl_worker][interrupts][pause]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2));
+    const auto q = f.quote(id);
+    // A Snapshot plugin's value of the wrong type: each snapshot worker would refuse it.
+    // (A URL pattern that does not compile: the test above.)
+    f.exec("UPDATE crawl SET config = '{\"plugins\": {\"save\": {\"timeout\": \"soon\"}}}' WHERE id = " + q);
+    auto p = f.run(id);
+    INFO(p->output());
+    CHECK(p->exit_code() == 3);
+    CHECK(p->output().find("paused") != std::string::npos);
+    CHECK(p->output().find("orchestrator resume " + id) != std::string::npos);
+    CHECK(f.scalar("SELECT status || '/' || (retry_at IS NULL) || '/' || (lease_owner IS NULL) || '/' || attempts "
+                   "FROM crawl WHERE id = " + q) == "paused/true/true/0");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q) == 0);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker'") == 0); // refused before it registered
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND crawl_id = " + q +
+                  " AND detail->>'reason' = 'configuration refused'") == 1);
+    // A machine problem is not the crawl's: the crawl stays due and is not paused.
+    f.exec("UPDATE crawl SET status = 'started', retry_at = now(), config = '{}' WHERE id = " + q);
+    f.write_config("save", "{not json");
+    auto machine = f.run(id);
+    INFO(machine->output());
+    CHECK(machine->exit_code() == 3);
+    CHECK(f.scalar("SELECT status || '/' || (retry_at IS NOT NULL) FROM crawl WHERE id = " + q) == "started/true");
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND crawl_id = " + q) == 1);
 }

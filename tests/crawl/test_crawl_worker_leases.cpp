@@ -19,10 +19,7 @@ TEST_CASE("crawl_worker: a second worker for a crawl that is running exits 8 and
     auto started = f.root / "started";
     auto terms = f.root / "terms";
     auto go = f.root / "go";
-    f.write_hook("slow", "on_Snapshot__10_slow.sh",
-                 "echo \"$snap\" >> '" + started.string() + "'\n"
-                 "for i in $(seq 1 600); do [ -e '" + go.string() + "' ] && break; sleep 0.05; done\n" +
-                     succeeded_record("done"));
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", gated_hook(started, go));
     auto id = f.add_crawl(CrawlFixture::site_urls(2));
     auto first = f.start(id);
     REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));

@@ -35,6 +35,55 @@ TEST_CASE("ops: cancel seals a crawl nobody runs - and only requests it for a le
     CHECK(tree.run({"cancel", "not-an-id"}).exit_code == 7);
 }
 
+TEST_CASE("ops: pause and resume - a crawl nobody runs and a leased one - show and status see it", "[ops]")
+{
+    OpsTree tree;
+    auto crawl_row = [&](const std::string& id) {
+        return tree.scalar("SELECT status || '/' || (retry_at IS NULL) || '/' || (lease_owner IS NULL) FROM crawl "
+                           "WHERE id = '" + id + "'");
+    };
+    auto paused = tree.run({"pause", c2, "--reason", "site asked us to stop"});
+    INFO(paused.out << paused.err);
+    REQUIRE(paused.exit_code == 0);
+    CHECK(paused.out == "crawl " + c2 + " paused\n");
+    CHECK(crawl_row(c2) == "paused/true/true");
+    CHECK(tree.run({"pause", c2}).out.find("already paused") != std::string::npos);
+    auto show = tree.run({"show", "crawl", c2});
+    INFO(show.out << show.err);
+    CHECK(show.out.find("orchestrator resume " + c2) != std::string::npos);
+    CHECK(show.out.find("site asked us to stop") != std::string::npos); // its journal event
+    CHECK(tree.run({"status"}).out.find("1 started, 1 paused") != std::string::npos);
+
+    // The leased crawl keeps its holder, which drains and releases it.
+    auto leased = tree.run({"pause", c1});
+    REQUIRE(leased.exit_code == 0);
+    CHECK(leased.out.find("process " + crawl_worker) != std::string::npos);
+    CHECK(crawl_row(c1) == "paused/true/false");
+    auto carries_on = tree.run({"resume", c1});
+    REQUIRE(carries_on.exit_code == 0);
+    CHECK(carries_on.out.find("carries on") != std::string::npos);
+    CHECK(crawl_row(c1) == "started/false/false");
+
+    auto resumed = tree.run({"resume", c2});
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(resumed.out.find("takes it up") != std::string::npos);
+    CHECK(tree.scalar("SELECT status || '/' || (retry_at <= now()) FROM crawl WHERE id = '" + c2 + "'") ==
+          "queued/true");
+    CHECK(tree.run({"resume", c2}).out.find("is not paused (queued)") != std::string::npos);
+    CHECK(tree.scalar("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND actor = 'cli'") == "2");
+    CHECK(tree.scalar("SELECT count(*) FROM event WHERE kind = 'crawl.resumed' AND actor = 'cli'") == "2");
+
+    // A paused crawl nobody runs is cancelled at once; a sealed one has nothing to pause.
+    REQUIRE(tree.run({"pause", c2}).exit_code == 0);
+    CHECK(tree.run({"cancel", c2}).out.find("cancelled") != std::string::npos);
+    CHECK(tree.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = '" + c2 + "'") == "sealed/cancelled");
+    CHECK(tree.run({"pause", c2}).out.find("already sealed (cancelled)") != std::string::npos);
+    CHECK(tree.run({"resume", c2}).out.find("not paused (sealed, cancelled)") != std::string::npos);
+
+    CHECK(tree.run({"pause", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
+    CHECK(tree.run({"resume", "not-an-id"}).exit_code == 7);
+}
+
 TEST_CASE("ops: retry refuses running work and queues failed results - snapshots and the crawl again", "[ops]")
 {
     OpsTree tree;

@@ -8,6 +8,8 @@
 
 #include <signal.h>
 
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 using namespace orch::test;
@@ -162,49 +164,122 @@ TEST_CASE("orchestrator: an unreachable database exits 4 with a clear message", 
     CHECK_THAT(p->err(), Catch::Contains("nonexistent-orch-test") || Catch::Contains("connect"));
 }
 
+namespace {
+
+// ORCH_BIN_DIR for an orchestrator whose crawl_worker fails at start (exit 1,
+// as a worker that cannot start would) for `bad_crawl` only, and is the real one
+// for every other crawl.
+std::filesystem::path failing_crawl_worker_dir(OrchFixture& f, const std::string& bad_crawl)
+{
+    auto dir = f.root.path() / "bin-failing-crawl-worker";
+    std::filesystem::create_directories(dir);
+    auto exe = dir / "crawl_worker";
+    std::ofstream(exe) << "#!/bin/sh\ncase \" $* \" in *\" " << bad_crawl
+                       << " \"*) echo 'crawl_worker: error: cannot start' >&2; exit 1;; esac\nexec '"
+                       << bin_path("crawl_worker").string() << "' \"$@\"\n";
+    std::filesystem::permissions(exe, std::filesystem::perms::owner_all);
+    std::filesystem::create_symlink(bin_path("snapshot_worker"), dir / "snapshot_worker");
+    return dir;
+}
+
+} // namespace
+
 TEST_CASE("orchestrator: a crawl whose worker keeps failing is retried with growing backoff - no hot loop",
           "[orchestrator][backoff]")
 {
     OrchFixture f;
     f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
-    auto bad = f.add_crawl({"http://bad-config.test/"});
-    // Valid when the orchestrator starts (it checks plugin config with no crawl
-    // config), refused by the crawl worker: a wrong type in this crawl's config.
-    f.exec("UPDATE crawl SET config = '{\"plugins\": {\"quick\": {\"timeout\": \"soon\"}}}' WHERE id = " +
-           f.quote(bad));
+    auto bad = f.add_crawl({"http://bad-worker.test/"});
     auto worker_rows = [&] {
         return f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + f.quote(bad));
     };
+    auto d = f.start({"--daemon"}, "machine-a", std::nullopt,
+                     {{"ORCH_BIN_DIR", failing_crawl_worker_dir(f, bad).string()}});
+    REQUIRE(f.wait_registered(d->pid()));
+    REQUIRE(eventually([&] { return worker_rows() >= 1; }, 10s));
+    auto good = f.add_crawl({"http://good.test/"});
+    REQUIRE(eventually([&] { return f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(good)) == "sealed"; },
+                       30s));
+    std::this_thread::sleep_for(8s);
+    // Backoff 2 s, 4 s, 8 s...: at most 4 attempts in the first ~10 s (a hot loop made hundreds).
+    auto spawned = worker_rows();
+    MEASURE("failing crawl: " << spawned << " crawl_worker spawns in ~10 s of daemon time");
+    CHECK(spawned >= 2);
+    CHECK(spawned <= 4);
+    CHECK(f.scalar("SELECT status <> 'sealed' AND lease_owner IS NULL AND retry_at > now() FROM crawl "
+                   "WHERE id = " + f.quote(bad)) == "t");
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.backed_off' AND crawl_id = " + f.quote(bad)) ==
+          spawned);
+    d->signal(SIGTERM);
+    REQUIRE(d->wait_for(10s));
+    CHECK(d->exit_code() == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
 
-    SECTION("a daemon keeps serving other crawls and respawns the failing one ever more slowly")
-    {
-        auto d = f.start({"--daemon"});
-        REQUIRE(f.wait_registered(d->pid()));
-        REQUIRE(eventually([&] { return worker_rows() >= 1; }, 10s));
-        auto good = f.add_crawl({"http://good.test/"});
-        REQUIRE(eventually([&] { return f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(good)) == "sealed"; },
-                           30s));
-        std::this_thread::sleep_for(8s);
-        // Backoff 2 s, 4 s, 8 s...: at most 4 attempts in the first ~10 s (a hot loop made hundreds).
-        auto spawned = worker_rows();
-        MEASURE("failing crawl: " << spawned << " crawl_worker spawns in ~10 s of daemon time");
-        CHECK(spawned >= 2);
-        CHECK(spawned <= 4);
-        CHECK(f.scalar("SELECT status <> 'sealed' AND lease_owner IS NULL AND retry_at > now() FROM crawl "
-                       "WHERE id = " + f.quote(bad)) == "t");
-        d->signal(SIGTERM);
-        REQUIRE(d->wait_for(10s));
-        CHECK(d->exit_code() == 0);
-    }
-    SECTION("a one-shot run stops with exit 3 and names the crawl")
+TEST_CASE("orchestrator: a crawl whose own configuration is refused is paused - not retried - and resumes once fixed",
+          "[orchestrator][backoff]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    auto bad = f.add_crawl({"http://bad-config.test/"});
+    const auto q = f.quote(bad);
+    // Valid when the orchestrator starts (it checks plugin config with no crawl
+    // config), refused by the crawl worker: a wrong type in this crawl's config,
+    // written past `add`'s own check.
+    f.exec("UPDATE crawl SET config = '{\"plugins\": {\"quick\": {\"timeout\": \"soon\"}}}' WHERE id = " + q);
+    auto good = f.add_crawl({"http://good.test/"});
+    auto worker_rows = [&] {
+        return f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + q);
+    };
+    auto paused_event = [&] {
+        return f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND actor = 'crawl_worker' "
+                       "AND detail->>'reason' = 'configuration refused' AND message LIKE '%timeout%' "
+                       "AND crawl_id = " + q);
+    };
+
+    SECTION("a one-shot run runs the other crawls and ends with exit 3 naming it")
     {
         auto p = f.start();
-        REQUIRE(p->wait_for(30s));
+        REQUIRE(p->wait_for(60s));
         INFO(describe(*p));
         CHECK(p->exit_code() == 3);
         CHECK(p->err().find(bad) != std::string::npos);
-        CHECK(worker_rows() == 1);
-        CHECK(f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(bad)) != "sealed");
+        CHECK(p->err().find("paused") != std::string::npos);
+        CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(good)) ==
+              "sealed/succeeded");
     }
+    SECTION("a daemon pauses it after one try and keeps serving")
+    {
+        auto d = f.start({"--daemon"});
+        REQUIRE(f.wait_registered(d->pid()));
+        REQUIRE(eventually([&] { return f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(good)) == "sealed"; },
+                           30s));
+        REQUIRE(eventually([&] { return paused_event() == 1; }, 10s));
+        std::this_thread::sleep_for(5s); // a retry would come after 2 s
+        d->signal(SIGTERM);
+        REQUIRE(d->wait_for(10s));
+        CHECK(d->exit_code() == 0);
+        CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.backed_off' AND crawl_id = " + q) == 0);
+    }
+    CHECK(worker_rows() == 1);
+    CHECK(paused_event() == 1);
+    CHECK(f.scalar("SELECT status || '/' || (retry_at IS NULL) || '/' || (lease_owner IS NULL) || '/' || attempts "
+                   "FROM crawl WHERE id = " + q) == "paused/true/true/0");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q) == 0);
+
+    // Still paused, a later run leaves it alone; fixed and resumed, it runs.
+    auto idle = f.run();
+    CHECK(idle->exit_code() == 0);
+    CHECK(worker_rows() == 1);
+    f.exec("UPDATE crawl SET config = '{}' WHERE id = " + q);
+    auto resumed = run_command({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
+                                f.data.string(), "resume", bad});
+    INFO(resumed.out << resumed.err);
+    CHECK(resumed.exit_code == 0);
+    CHECK(resumed.out.find("resumed") != std::string::npos);
+    auto again = f.run();
+    INFO(describe(*again));
+    CHECK(again->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
     CHECK(f.wait_no_leftovers().empty());
 }

@@ -1,0 +1,113 @@
+#include "orchestrator/ops_commands.hpp"
+
+#include "common/errors.hpp"
+#include "common/event_journal.hpp"
+#include "common/ids.hpp"
+
+#include <fmt/format.h>
+
+#include <iostream>
+
+// `pause` and `resume`: a crawl set aside without losing anything, and taken up
+// again. Its crawl worker (if one holds it) hears of either through the
+// `crawl_cancel` NOTIFY of migration 0013, and its 1 s poll.
+namespace orch {
+namespace {
+
+constexpr const char* k_lock =
+    "SELECT status, coalesce(outcome, ''), lease_owner IS NOT NULL AND lease_expires_at > now(), "
+    "       coalesce(lease_owner::text, '') "
+    "FROM crawl WHERE id = $1 FOR UPDATE";
+// Not due while paused; the lease (if any) stays with its holder, which drains and releases.
+constexpr const char* k_pause =
+    "UPDATE crawl SET status = 'paused', retry_at = NULL, modified_at = now() WHERE id = $1";
+// Due at once, or when its holder (still draining) releases it.
+constexpr const char* k_resume =
+    "UPDATE crawl SET status = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'started' END, "
+    " retry_at = now(), modified_at = now() WHERE id = $1";
+
+struct LockedCrawl {
+    std::string status;
+    std::string outcome;
+    bool leased = false;
+    std::string holder;
+};
+
+LockedCrawl lock_crawl(pqxx::work& tx, const std::string& id)
+{
+    auto r = tx.exec_prepared("pause_lock", id);
+    if (r.empty()) {
+        throw NotFound(fmt::format("crawl {} not found", id));
+    }
+    return LockedCrawl{r[0][0].as<std::string>(), r[0][1].as<std::string>(), r[0][2].as<bool>(),
+                       r[0][3].as<std::string>()};
+}
+
+pqxx::connection& prepared(Database& db)
+{
+    auto& conn = db.conn();
+    conn.prepare("pause_lock", k_lock);
+    conn.prepare("pause_set", k_pause);
+    conn.prepare("pause_resume", k_resume);
+    return conn;
+}
+
+} // namespace
+
+void command_pause(const CommonOptions& options, const PauseOptions& pause)
+{
+    auto id = require_uuid(pause.crawl_id, "crawl id");
+    auto db = open_ops_database(options, true);
+    auto& conn = prepared(db);
+    pqxx::work tx(conn);
+    auto crawl = lock_crawl(tx, id);
+    if (crawl.status == "sealed") {
+        std::cout << fmt::format("crawl {} is already sealed ({}); nothing to pause\n", id, crawl.outcome);
+        return;
+    }
+    if (crawl.status == "paused") {
+        std::cout << fmt::format("crawl {} is already paused\n", id);
+        return;
+    }
+    tx.exec_prepared0("pause_set", id);
+    Event e{"crawl.paused", pause.reason.empty() ? "paused by operator" : "paused by operator: " + pause.reason, id};
+    e.detail = {{"reason", pause.reason.empty() ? "operator" : pause.reason}};
+    if (crawl.leased) {
+        e.detail["held_by"] = crawl.holder;
+    }
+    record_event(tx, "cli", e);
+    tx.commit();
+    if (crawl.leased) {
+        std::cout << fmt::format("crawl {} paused; its crawl worker (process {}) lets the running snapshots finish, "
+                                 "then releases it\n",
+                                 id, crawl.holder);
+    } else {
+        std::cout << fmt::format("crawl {} paused\n", id);
+    }
+}
+
+void command_resume(const CommonOptions& options, const std::string& crawl_id)
+{
+    auto id = require_uuid(crawl_id, "crawl id");
+    auto db = open_ops_database(options, true);
+    auto& conn = prepared(db);
+    pqxx::work tx(conn);
+    auto crawl = lock_crawl(tx, id);
+    if (crawl.status != "paused") {
+        std::cout << fmt::format("crawl {} is not paused ({}{}); nothing to resume\n", id, crawl.status,
+                                 crawl.outcome.empty() ? "" : ", " + crawl.outcome);
+        return;
+    }
+    tx.exec_prepared0("pause_resume", id);
+    Event e{"crawl.resumed", "resumed by operator", id};
+    if (crawl.leased) {
+        e.detail["held_by"] = crawl.holder;
+    }
+    record_event(tx, "cli", e);
+    tx.commit();
+    std::cout << fmt::format("crawl {} resumed{}\n", id,
+                             crawl.leased ? fmt::format(" (its crawl worker, process {}, carries on)", crawl.holder)
+                                          : "; a running orchestrator takes it up");
+}
+
+} // namespace orch
