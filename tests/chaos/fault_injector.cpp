@@ -2,12 +2,14 @@
 
 #include "tests/chaos/db_query.hpp"
 #include "tests/chaos/os_scan.hpp"
+#include "tests/support/command_runner.hpp"
 
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
@@ -95,6 +97,37 @@ FaultReport FaultInjector::stop_worker()
                       (alive ? "SIGCONT" : "it was already gone (killed as a stalled lease owner)")};
 }
 
+FaultReport FaultInjector::pause_resume()
+{
+    std::vector<Row> rows;
+    try {
+        rows = query(m_sandbox.db_url(), "SELECT id, lease_owner IS NOT NULL FROM crawl WHERE status <> 'sealed' "
+                                         "LIMIT 1");
+    } catch (const std::exception& e) {
+        return {false, std::string("cannot find the crawl: ") + e.what()};
+    }
+    if (rows.empty()) {
+        return {false, "no unsealed crawl to pause"};
+    }
+    const auto& crawl = rows[0][0];
+    auto cli = [&](const std::string& verb) {
+        return test::run_command({test::bin_path("orchestrator").string(), "--database-url", m_sandbox.db_url(),
+                                  "--data-dir", m_sandbox.data().string(), verb, crawl});
+    };
+    auto paused = cli("pause");
+    if (paused.exit_code != 0) {
+        return {false, "pause failed: " + paused.err};
+    }
+    const double hold = std::uniform_real_distribution<double>(0.0, 3.0)(m_rng);
+    sleep_s(hold);
+    // The resume must land: a crawl left paused is a terminal-state violation at the end.
+    auto resumed = cli("resume");
+    char held[32];
+    std::snprintf(held, sizeof held, "%.1f", hold);
+    return {true, std::string("paused the crawl (") + (rows[0][1] == "t" ? "leased" : "not leased") + ") for " +
+                      held + " s, then resumed" + (resumed.exit_code == 0 ? "" : " (resume FAILED: " + resumed.err + ")")};
+}
+
 FaultReport FaultInjector::fill_disk()
 {
     if (!m_sandbox.tmpfs_mounted()) {
@@ -151,6 +184,8 @@ FaultReport FaultInjector::inject(FaultKind kind, pid_t orchestrator_pid)
     }
     case FaultKind::disk_full:
         return fill_disk();
+    case FaultKind::pause_resume:
+        return pause_resume();
     default:
         return {true, "hostile hook " + to_string(kind) + " on every 5th URL"};
     }

@@ -22,7 +22,8 @@ struct FaultReport {
 // trial's `process` rows (running, pid checked against /proc start ticks before
 // any signal); the orchestrator is the test's own child `orchestrator_pid`.
 // Blocking: a SIGSTOP is held past the lease before SIGCONT, a PostgreSQL stop
-// lasts `pg_down_seconds`, a full disk is relieved after a few seconds.
+// lasts `pg_down_seconds`, a full disk is relieved after a few seconds, a
+// paused crawl is resumed after up to 3 s.
 // Hostile-hook kinds inject nothing here (the hooks are the fault).
 class FaultInjector {
 public:
@@ -38,6 +39,8 @@ private:
     };
     // A random running row matching `where` (SQL over process), polled up to `seconds`.
     bool pick(const std::string& where, int seconds, Target& out);
+    // `orchestrator pause`, a random hold, `orchestrator resume`, through the CLI.
+    FaultReport pause_resume();
     bool signal_target(const Target& t, int sig);
     FaultReport kill_row(const std::string& what, const std::string& where);
     FaultReport stop_worker();

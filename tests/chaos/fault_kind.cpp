@@ -7,9 +7,9 @@ const std::vector<FaultKind>& all_fault_kinds()
     static const std::vector<FaultKind> k_all = {
         FaultKind::kill_orchestrator, FaultKind::kill_crawl_worker, FaultKind::kill_snapshot_worker,
         FaultKind::kill_hook,         FaultKind::stop_worker,       FaultKind::pg_restart,
-        FaultKind::pg_stop,           FaultKind::disk_full,         FaultKind::hook_flood,
-        FaultKind::hook_fork,         FaultKind::hook_ignore_term,  FaultKind::hook_setsid,
-        FaultKind::hook_hang};
+        FaultKind::pg_stop,           FaultKind::disk_full,         FaultKind::pause_resume,
+        FaultKind::hook_flood,        FaultKind::hook_fork,         FaultKind::hook_ignore_term,
+        FaultKind::hook_setsid,       FaultKind::hook_hang};
     return k_all;
 }
 
@@ -24,6 +24,7 @@ std::string to_string(FaultKind kind)
     case FaultKind::pg_restart: return "pg_restart";
     case FaultKind::pg_stop: return "pg_stop";
     case FaultKind::disk_full: return "disk_full";
+    case FaultKind::pause_resume: return "pause_resume";
     case FaultKind::hook_flood: return "hook_flood";
     case FaultKind::hook_fork: return "hook_fork";
     case FaultKind::hook_ignore_term: return "hook_ignore_term";

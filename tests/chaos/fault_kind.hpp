@@ -16,6 +16,7 @@ enum class FaultKind {
     pg_restart,         // pg_ctl restart of the trial's own cluster
     pg_stop,            // server down for ~10 s (shorter in quick mode)
     disk_full,          // the data directory (a small tmpfs) fills up
+    pause_resume,       // an operator pauses the crawl (CLI), then resumes it 0-3 s later
     hook_flood,         // a hook floods stdout (huge line + many lines)
     hook_fork,          // a hook forks 1,000 children and exits
     hook_ignore_term,   // a hook ignores SIGTERM past its timeout
