@@ -68,6 +68,9 @@ private:
     // Reads the crawl's row (cancel, pause, resume) and its timeout into m_stopping.
     void check_limits();
     void stop_workers();
+    // After the crawl's lease was lost: stops the workers (as on SIGTERM) and
+    // tears down the hooks of any that died, writing nothing for the crawl.
+    void abandon_workers();
     std::chrono::steady_clock::time_point crawl_deadline() const;
 
     Context m_ctx;
