@@ -46,6 +46,21 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_show->add_option("id", m_show_options.id, "crawl or snapshot id")->required();
     m_show->add_flag("--json", m_show_options.json, "one JSON object");
 
+    m_crawls = app.add_subcommand("crawls", "the newest crawls first, with their snapshot counts (JSON lines when "
+                                            "not on a terminal)");
+    auto* crawls_json = m_crawls->add_flag("--json", m_crawls_options.json, "JSON lines");
+    m_crawls->add_flag("--text", m_crawls_options.text, "the table even when stdout is not a terminal")
+        ->excludes(crawls_json);
+    m_crawls->add_option("--status", m_crawls_options.statuses, "only crawls in this state (repeatable)")
+        ->check(CLI::IsMember({"queued", "started", "paused", "sealed"}));
+    m_crawls->add_option("--outcome", m_crawls_options.outcomes, "only sealed crawls that ended so (repeatable)")
+        ->check(CLI::IsMember({"succeeded", "partial", "failed", "cancelled", "timed_out"}));
+    m_crawls->add_option("--label", m_crawls_options.label, "only crawls with this label");
+    m_crawls->add_option("--tag", m_crawls_options.tags, "only crawls with this tag (repeatable: all of them)");
+    m_crawls->add_option("--since", m_crawls_options.since, "only crawls added in this window (30m, 2h, 1d)");
+    m_crawls->add_option("-n,--limit", m_crawls_options.limit, "the newest N (default 20)")
+        ->check(CLI::Range(1L, 100000L));
+
     m_cancel = app.add_subcommand("cancel", "cancel a crawl (its crawl worker stops it; a crawl nobody runs is "
                                             "sealed cancelled at once)");
     m_cancel->add_option("crawl_id", m_cancel_id, "crawl id")->required();
@@ -97,6 +112,8 @@ std::optional<int> OpsCommands::run()
         command_logs(m_common, m_logs_options);
     } else if (*m_show) {
         command_show(m_common, m_show_options);
+    } else if (*m_crawls) {
+        command_crawls(m_common, m_crawls_options);
     } else if (*m_cancel) {
         command_cancel(m_common, m_cancel_id);
     } else if (*m_pause) {

@@ -52,6 +52,20 @@ struct ShowOptions {
 };
 void command_show(const CommonOptions& options, const ShowOptions& show);
 
+struct CrawlsOptions {
+    std::vector<std::string> statuses; // queued, started, paused, sealed
+    std::vector<std::string> outcomes; // succeeded, partial, failed, cancelled, timed_out
+    std::string label;                 // exactly this label
+    std::vector<std::string> tags;     // every one of these tags
+    std::string since;                 // "2h": created in the last 2 hours
+    long limit = 20;                   // the newest N
+    bool json = false;                 // JSON lines (also when stdout is not a terminal)
+    bool text = false;                 // the table even when stdout is not a terminal
+};
+// The newest crawls first, with their snapshot counts. Throws InvalidInput for a
+// malformed age.
+void command_crawls(const CommonOptions& options, const CrawlsOptions& crawls);
+
 void command_cancel(const CommonOptions& options, const std::string& crawl_id);
 
 struct PauseOptions {
@@ -104,6 +118,7 @@ private:
     CLI::App* m_ps = nullptr;
     CLI::App* m_logs = nullptr;
     CLI::App* m_show = nullptr;
+    CLI::App* m_crawls = nullptr;
     CLI::App* m_cancel = nullptr;
     CLI::App* m_pause = nullptr;
     CLI::App* m_resume = nullptr;
@@ -115,6 +130,7 @@ private:
     PsOptions m_ps_options;
     LogsOptions m_logs_options;
     ShowOptions m_show_options;
+    CrawlsOptions m_crawls_options;
     std::string m_cancel_id;
     PauseOptions m_pause_options;
     std::string m_resume_id;

@@ -283,3 +283,61 @@ TEST_CASE("ops: show crawl and show snapshot with per-hook results - text and JS
     CHECK(tree.run({"show", "crawl", "x"}).exit_code == 7);
     CHECK(tree.run({"show", "thing", c1}).exit_code == 2);
 }
+
+TEST_CASE("ops: crawls lists the newest first with snapshot counts - filters - JSON lines and a table", "[ops]")
+{
+    OpsTree tree;
+    tree.exec("UPDATE crawl SET label = 'nightly', tags = '{news,fr}', urls = '{http://a.test/,http://a.test/2}', "
+              "created_at = now() - interval '3 hours' WHERE id = '" + c1 + "'");
+    auto ids = [&](std::vector<std::string> args) {
+        args.insert(args.begin(), {"crawls", "--json"});
+        auto r = tree.run(args);
+        INFO(r.out << r.err);
+        REQUIRE(r.exit_code == 0);
+        std::vector<std::string> out;
+        for (const auto& line : lines_of(r.out)) {
+            out.push_back(json::parse(line)["id"].get<std::string>());
+        }
+        return out;
+    };
+    using Ids = std::vector<std::string>;
+
+    auto all = tree.run({"crawls"}); // not a terminal: JSON lines
+    REQUIRE(all.exit_code == 0);
+    auto lines = lines_of(all.out);
+    REQUIRE(lines.size() == 2);
+    auto newest = json::parse(lines[0]);
+    auto older = json::parse(lines[1]);
+    CHECK(newest["id"] == c2);
+    CHECK(newest["status"] == "queued");
+    CHECK(newest["snapshots"] == 1);
+    CHECK(newest["sealed"] == 0);
+    CHECK(older["id"] == c1);
+    CHECK(older["label"] == "nightly");
+    CHECK(older["urls"] == 2);
+    CHECK(older["lease_owner"] == crawl_worker);
+    CHECK(older["snapshots"] == 3);
+    CHECK(older["sealed"] == 2);
+    CHECK(older["succeeded"] == 1);
+
+    CHECK(ids({"--status", "started"}) == Ids{c1});
+    CHECK(ids({"--status", "queued", "--status", "started"}) == Ids{c2, c1});
+    CHECK(ids({"--outcome", "failed"}).empty());
+    CHECK(ids({"--label", "nightly"}) == Ids{c1});
+    CHECK(ids({"--tag", "news"}) == Ids{c1});
+    CHECK(ids({"--tag", "news", "--tag", "de"}).empty());
+    CHECK(ids({"--since", "1h"}) == Ids{c2});
+    CHECK(ids({"-n", "1"}) == Ids{c2});
+
+    auto table = tree.run({"crawls", "--text"});
+    INFO(table.out);
+    REQUIRE(table.exit_code == 0);
+    CHECK(table.out.rfind("CRAWL", 0) == 0);
+    CHECK(table.out.find(c1 + "  started") != std::string::npos);
+    CHECK(table.out.find("2/3") != std::string::npos);
+    CHECK(table.out.find("http://a.test/ (+1)") != std::string::npos);
+    CHECK(tree.run({"crawls", "--text", "--status", "paused"}).out == "no crawls\n");
+
+    CHECK(tree.run({"crawls", "--since", "5x"}).exit_code == 7);
+    CHECK(tree.run({"crawls", "--status", "bogus"}).exit_code == 2);
+}
