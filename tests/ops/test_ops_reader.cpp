@@ -99,6 +99,8 @@ TEST_CASE("ops: every query of the Grafana dashboard runs as the reader role and
     OpsTree tree; // destroyed first
     REQUIRE(tree.run({"ops", "create-reader-role", "--role-name", role.name}).exit_code == 0);
     pqxx::connection reader(tree.db().url() + " user=" + role.name);
+    // A reaped hook's CPU time, as its supervisor records it (the tree has none).
+    tree.exec("UPDATE process SET cpu_user_s = 0.012, cpu_system_s = 0.003 WHERE id = '" + ops_ids::h1 + "'");
     std::ifstream file(source_dir() / "scripts" / "grafana-dashboard.json");
     REQUIRE(file);
     auto dashboard = nlohmann::json::parse(file);
@@ -121,5 +123,5 @@ TEST_CASE("ops: every query of the Grafana dashboard runs as the reader role and
             ++queries;
         }
     }
-    CHECK(queries == 11);
+    CHECK(queries == 12);
 }
