@@ -1,5 +1,6 @@
 #include "orchestrator/schedules.hpp"
 
+#include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
 #include "common/log.hpp"
@@ -91,6 +92,13 @@ bool set_schedule_enabled(pqxx::connection& conn, const std::string& id, bool en
 
 int enqueue_due_schedules(pqxx::connection& conn)
 {
+    // Nearly every wake-up finds no schedule due: one read in autocommit instead of
+    // BEGIN, SELECT ... FOR UPDATE and COMMIT on the path from `add` to a worker.
+    if (!exec_autocommit(conn, "schedules.any_due",
+                         "SELECT EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled AND next_run_at <= now())")[0][0]
+             .as<bool>()) {
+        return 0;
+    }
     int added = 0;
     pqxx::work tx(conn);
     auto due = tx.exec("SELECT id, schedule, template::text, extract(epoch FROM next_run_at)::float8 "

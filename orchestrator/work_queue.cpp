@@ -1,21 +1,30 @@
 #include "orchestrator/work_queue.hpp"
 
+#include "common/autocommit_statement.hpp"
+
 namespace orch {
 
 std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl)
 {
-    pqxx::work tx(conn);
-    // The CTE is an optimisation fence: LIMIT applies before the UPDATE touches rows.
-    auto r = tx.exec_params("WITH due AS ("
-                            "  SELECT id FROM crawl "
-                            "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
-                            "    AND (lease_owner IS NULL OR lease_expires_at < now()) "
-                            "  ORDER BY retry_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
-                            "UPDATE crawl c SET lease_owner = gen_random_uuid(), "
-                            "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
-                            "FROM due WHERE c.id = due.id RETURNING c.id, c.lease_owner",
-                            static_cast<long>(limit), static_cast<double>(ttl.count()));
-    tx.commit();
+    // One statement in autocommit, committed without waiting for the WAL flush: it
+    // is on the path from `add` to a running crawl worker. Safe, because the claim
+    // only books the crawl for the worker row we are about to spawn, and that worker
+    // claims it again itself, synchronously, before it runs anything (Lease::claim
+    // accepts a lease that names its row, or none): a claim lost in a database crash
+    // leaves the crawl unleased, and our worker takes it then, or finds another's
+    // lease and exits 8. The CTE is an optimisation fence: LIMIT applies before the
+    // UPDATE touches rows.
+    auto r = exec_autocommit(conn, "work_queue.claim_due_crawls",
+                             std::string("WITH due AS ("
+                                         "  SELECT id FROM crawl "
+                                         "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
+                                         "    AND (lease_owner IS NULL OR lease_expires_at < now()) "
+                                         "  ORDER BY retry_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
+                                         "UPDATE crawl c SET lease_owner = gen_random_uuid(), "
+                                         "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
+                                         "FROM due, ") +
+                                 k_async_commit + " WHERE c.id = due.id RETURNING c.id, c.lease_owner",
+                             static_cast<long>(limit), static_cast<double>(ttl.count()));
     std::vector<ClaimedCrawl> out;
     for (const auto& row : r) {
         out.push_back(ClaimedCrawl{row[0].as<std::string>(), row[1].as<std::string>()});
