@@ -18,6 +18,7 @@
 #include "common/process_table.hpp"
 #include "common/recovery.hpp"
 #include "common/sd_notify.hpp"
+#include "common/sd_watchdog.hpp"
 #include "common/self_registration.hpp"
 #include "common/settings.hpp"
 #include "common/stop_signals.hpp"
@@ -29,6 +30,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <csignal>
 #include <map>
 #include <poll.h>
@@ -66,6 +68,7 @@ public:
         NotificationListener crawl_due(m_conn, "crawl_due");
         recover();
         sd_notify("READY=1\nSTATUS=claiming due crawls");
+        m_watchdog.feed();
         log::info("orchestrator ready", {{"mode", m_options.daemon ? "daemon" : "one-shot"},
                                          {"max_crawl_workers", std::to_string(m_options.max_crawl_workers)}});
         auto next_recovery = Clock::now() + m_options.recovery_interval;
@@ -83,8 +86,9 @@ public:
                 log::info("nothing due and nothing running; exiting");
                 break;
             }
+            report_status();
             auto timeout = m_options.daemon ? m_options.poll_interval : std::chrono::seconds(1);
-            wait(crawl_due, std::min(Clock::now() + timeout, next_recovery));
+            wait(crawl_due, std::min({Clock::now() + timeout, next_recovery, m_watchdog.next_due()}));
         }
         shutdown();
         m_supervisor = nullptr;
@@ -289,6 +293,17 @@ private:
         }
     }
 
+    // systemd's watchdog is fed once per loop turn (a hung loop gets the service
+    // restarted), and its STATUS= line says how many crawl workers run.
+    void report_status()
+    {
+        m_watchdog.feed();
+        if (m_workers.size() != m_reported_workers) {
+            m_reported_workers = m_workers.size();
+            sd_notify(fmt::format("STATUS={} crawl worker(s) running", m_reported_workers));
+        }
+    }
+
     void shutdown()
     {
         sd_notify("STOPPING=1");
@@ -325,6 +340,8 @@ private:
     std::map<std::string, int> m_failures;         // crawl id -> consecutive failed workers
     std::optional<std::string> m_config_error;
     std::optional<std::string> m_paused_for_config; // one-shot: a crawl paused, the others ran
+    SdWatchdog m_watchdog;
+    std::size_t m_reported_workers = 0; // STATUS= says "claiming due crawls" until a worker runs
 };
 
 } // namespace

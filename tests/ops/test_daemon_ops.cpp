@@ -88,10 +88,21 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
     SpawnedProcess daemon({bin_path("orchestrator").string(), "--daemon", "--database-url", db.url(), "--data-dir",
                            (dir / "data").string(), "--machine-id", machine, "--metrics-listen", "127.0.0.1:0",
                            "--log-format", "json"},
-                          {{"NOTIFY_SOCKET", (dir / "notify.sock").string()}});
+                          {{"NOTIFY_SOCKET", (dir / "notify.sock").string()}, {"WATCHDOG_USEC", "400000"}});
     auto ready = notify.receive(std::chrono::seconds(20));
     INFO(daemon.err());
     REQUIRE(ready.find("READY=1") != std::string::npos);
+    // WatchdogSec=0.4 s: fed every 0.2 s by the idle main loop (its 5 s poll does not delay it).
+    {
+        int pings = 0;
+        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+        while (std::chrono::steady_clock::now() < until) {
+            pings += notify.receive(std::chrono::milliseconds(500)).find("WATCHDOG=1") != std::string::npos;
+        }
+        INFO("watchdog pings in 2 s at WATCHDOG_USEC=0.4 s: " << pings);
+        CHECK(pings >= 5);
+        CHECK(pings <= 12);
+    }
     {
         auto conn = db.connect();
         pqxx::read_transaction tx(*conn);
@@ -160,7 +171,11 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
         std::chrono::seconds(25)));
 
     daemon.signal(SIGTERM);
-    auto stopping = notify.receive(std::chrono::seconds(20));
+    // Watchdog pings queued before it come first.
+    std::string stopping;
+    for (int i = 0; i < 200 && stopping.find("STOPPING=1") == std::string::npos; ++i) {
+        stopping = notify.receive(std::chrono::seconds(20));
+    }
     CHECK(stopping.find("STOPPING=1") != std::string::npos);
     REQUIRE(daemon.wait_for(std::chrono::seconds(30)));
     CHECK(daemon.exit_code() == 0);
