@@ -1,8 +1,46 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "common/errors.hpp"
+#include "common/ids.hpp"
 #include "common/migrate.hpp"
 
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <functional>
+#include <iostream>
+
 namespace orch {
+namespace {
+
+// `cancel`, `pause` and `resume` take several crawl ids (such as those `crawls
+// --json` lists): a malformed one refuses them all before anything is done;
+// the others are acted on in turn, each in its own transaction, and unknown
+// ones are named at the end (NotFound, exit 6) after the rest were done.
+void for_each_crawl(const std::vector<std::string>& ids, const std::function<void(const std::string&)>& action)
+{
+    for (const auto& id : ids) {
+        require_uuid(id, "crawl id");
+    }
+    std::vector<std::string> unknown;
+    for (const auto& id : ids) {
+        try {
+            action(id);
+        } catch (const NotFound& e) {
+            if (ids.size() == 1) {
+                throw;
+            }
+            std::cerr << "orchestrator: " << e.what() << '\n';
+            unknown.push_back(id);
+        }
+    }
+    if (!unknown.empty()) {
+        throw NotFound(fmt::format("{} of {} crawls not found: {}", unknown.size(), ids.size(),
+                                   fmt::join(unknown, ", ")));
+    }
+}
+
+} // namespace
 
 Database open_ops_database(const CommonOptions& options, bool migrate)
 {
@@ -63,15 +101,15 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
 
     m_cancel = app.add_subcommand("cancel", "cancel a crawl (its crawl worker stops it; a crawl nobody runs is "
                                             "sealed cancelled at once)");
-    m_cancel->add_option("crawl_id", m_cancel_id, "crawl id")->required();
+    m_cancel->add_option("crawl_id", m_cancel_ids, "crawl ids")->required();
 
     m_pause = app.add_subcommand("pause", "pause a crawl: nothing more starts for it until resumed (its running "
                                           "snapshots finish, then its crawl worker releases it)");
-    m_pause->add_option("crawl_id", m_pause_options.crawl_id, "crawl id")->required();
+    m_pause->add_option("crawl_id", m_pause_ids, "crawl ids")->required();
     m_pause->add_option("--reason", m_pause_options.reason, "why, for the event journal");
 
     m_resume = app.add_subcommand("resume", "resume a paused crawl");
-    m_resume->add_option("crawl_id", m_resume_id, "crawl id")->required();
+    m_resume->add_option("crawl_id", m_resume_ids, "crawl ids")->required();
 
     m_retry = app.add_subcommand("retry", "queue a snapshot's failed results again, or those of a crawl's "
                                           "unsuccessful snapshots");
@@ -115,11 +153,15 @@ std::optional<int> OpsCommands::run()
     } else if (*m_crawls) {
         command_crawls(m_common, m_crawls_options);
     } else if (*m_cancel) {
-        command_cancel(m_common, m_cancel_id);
+        for_each_crawl(m_cancel_ids, [&](const std::string& id) { command_cancel(m_common, id); });
     } else if (*m_pause) {
-        command_pause(m_common, m_pause_options);
+        for_each_crawl(m_pause_ids, [&](const std::string& id) {
+            auto one = m_pause_options;
+            one.crawl_id = id;
+            command_pause(m_common, one);
+        });
     } else if (*m_resume) {
-        command_resume(m_common, m_resume_id);
+        for_each_crawl(m_resume_ids, [&](const std::string& id) { command_resume(m_common, id); });
     } else if (*m_retry) {
         command_retry(m_common, m_retry_id);
     } else if (*m_prune) {

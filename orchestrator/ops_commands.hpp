@@ -131,9 +131,10 @@ private:
     LogsOptions m_logs_options;
     ShowOptions m_show_options;
     CrawlsOptions m_crawls_options;
-    std::string m_cancel_id;
+    std::vector<std::string> m_cancel_ids;
+    std::vector<std::string> m_pause_ids;
+    std::vector<std::string> m_resume_ids;
     PauseOptions m_pause_options;
-    std::string m_resume_id;
     std::string m_retry_id;
     PruneOptions m_prune_options;
     ReaderRoleOptions m_role_options;

@@ -82,6 +82,20 @@ TEST_CASE("ops: pause and resume - a crawl nobody runs and a leased one - show a
 
     CHECK(tree.run({"pause", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
     CHECK(tree.run({"resume", "not-an-id"}).exit_code == 7);
+
+    // Several ids: a malformed one refuses them all; an unknown one is named after the others were done.
+    CHECK(tree.run({"pause", c1, "not-an-id"}).exit_code == 7);
+    CHECK(crawl_row(c1) == "started/false/false");
+    const std::string unknown = "00000000-0000-4000-8000-00000000ffff";
+    auto some = tree.run({"pause", unknown, c1});
+    INFO(some.out << some.err);
+    CHECK(some.exit_code == 6);
+    CHECK(some.err.find("1 of 2 crawls not found: " + unknown) != std::string::npos);
+    CHECK(crawl_row(c1) == "paused/true/false");
+    auto both = tree.run({"resume", c1, c2});
+    CHECK(both.exit_code == 0);
+    CHECK(both.out.find("crawl " + c1 + " resumed") != std::string::npos);
+    CHECK(both.out.find("crawl " + c2 + " is not paused") != std::string::npos);
 }
 
 TEST_CASE("ops: retry refuses running work and queues failed results - snapshots and the crawl again", "[ops]")
