@@ -30,7 +30,8 @@ Clock::time_point CrawlRun::crawl_deadline() const
     if (!m_ctx.crawl.timeout_s) {
         return Clock::time_point::max();
     }
-    // The timeout counts from the crawl's first start, across resumed runs.
+    // The timeout counts the crawl's running time since its first start, across
+    // resumed runs; time paused does not count.
     auto total = std::chrono::duration<double>(*m_ctx.crawl.timeout_s - m_ctx.crawl.started_seconds_ago);
     return m_started + std::chrono::duration_cast<Clock::duration>(total);
 }
@@ -250,6 +251,11 @@ void CrawlRun::check_limits()
     } else if (m_stopping == Stop::paused) {
         log::info("crawl resumed before it was released");
         m_stopping = Stop::none;
+        // The resume added the pause to the crawl's paused time: the deadline moves with it.
+        if (auto fresh = m_store.load()) {
+            m_ctx.crawl.started_seconds_ago = fresh->started_seconds_ago;
+            m_started = Clock::now();
+        }
     } else if (Clock::now() >= crawl_deadline()) {
         m_stopping = Stop::timed_out;
         m_stop_reason = fmt::format("crawl timed out after {} s", m_ctx.crawl.timeout_s.value_or(0));

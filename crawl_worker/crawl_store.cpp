@@ -31,7 +31,7 @@ std::optional<CrawlRecord> CrawlStore::load()
     // in this process's heap (twice, as JSON and as strings) for its whole life.
     auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
                             " config::text, cancel_requested_at IS NOT NULL, "
-                            " coalesce(extract(epoch FROM now() - started_at), 0), cardinality(urls) "
+                            " coalesce(extract(epoch FROM now() - started_at) - paused_s, 0), cardinality(urls) "
                             "FROM crawl WHERE id = $1",
                             m_crawl_id);
     if (r.empty()) {
@@ -103,7 +103,8 @@ bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, c
                                const std::string& problem)
 {
     pqxx::work tx(m_conn);
-    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', retry_at = NULL, lease_owner = NULL, "
+    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', retry_at = NULL, paused_at = now(), "
+                                        " lease_owner = NULL, "
                                         " lease_expires_at = NULL, modified_at = now() "
                                         "WHERE id = $1 AND status IN ('queued', 'started') "
                                         "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "

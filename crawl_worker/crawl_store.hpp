@@ -20,7 +20,7 @@ struct CrawlRecord {
     std::string status;
     nlohmann::json config = nlohmann::json::object();
     bool cancel_requested = false;
-    double started_seconds_ago = 0; // since the crawl first started (0 if never)
+    double started_seconds_ago = 0; // since the crawl first started, time paused not counted (0 if never)
 };
 
 // Crawl-level reads and writes. Writes are conditioned on holding the crawl's

@@ -21,5 +21,13 @@ BEGIN
     RETURN NULL;
 END $$;
 
+-- A crawl's timeout counts its running time, not the time it spent paused:
+-- `paused_s` sums the pauses that ended (resume adds the last one), `paused_at`
+-- is when the current one began.
+ALTER TABLE crawl
+    ADD COLUMN paused_at timestamptz,
+    ADD COLUMN paused_s double precision NOT NULL DEFAULT 0 CHECK (paused_s >= 0);
+
 -- A paused crawl is not due: it has no due time, whoever frees its lease.
-UPDATE crawl SET retry_at = NULL WHERE status = 'paused' AND retry_at IS NOT NULL;
+UPDATE crawl SET retry_at = NULL, paused_at = coalesce(paused_at, modified_at)
+WHERE status = 'paused';

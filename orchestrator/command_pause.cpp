@@ -20,10 +20,12 @@ constexpr const char* k_lock =
     "FROM crawl WHERE id = $1 FOR UPDATE";
 // Not due while paused; the lease (if any) stays with its holder, which drains and releases.
 constexpr const char* k_pause =
-    "UPDATE crawl SET status = 'paused', retry_at = NULL, modified_at = now() WHERE id = $1";
-// Due at once, or when its holder (still draining) releases it.
+    "UPDATE crawl SET status = 'paused', retry_at = NULL, paused_at = now(), modified_at = now() WHERE id = $1";
+// Due at once, or when its holder (still draining) releases it. The pause does
+// not count against the crawl's timeout.
 constexpr const char* k_resume =
     "UPDATE crawl SET status = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'started' END, "
+    " paused_s = paused_s + greatest(coalesce(extract(epoch FROM now() - paused_at), 0), 0), paused_at = NULL, "
     " retry_at = now(), modified_at = now() WHERE id = $1";
 
 struct LockedCrawl {

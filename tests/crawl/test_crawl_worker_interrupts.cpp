@@ -513,3 +513,31 @@ TEST_CASE("crawl_worker: a crawl whose own configuration is refused is paused be
     CHECK(f.scalar("SELECT status || '/' || (retry_at IS NOT NULL) FROM crawl WHERE id = " + q) == "started/true");
     CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND crawl_id = " + q) == 1);
 }
+
+TEST_CASE("crawl_worker: time spent paused does not count against the crawl timeout", "[crawl_worker][interrupts][pause]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--timeout", "5"});
+    const auto q = f.quote(id);
+    // Started 10 s ago, paused for the last 9 s of them: it ran 1 s of its 5.
+    f.exec("UPDATE crawl SET status = 'paused', retry_at = NULL, started_at = now() - interval '10 seconds', "
+           "paused_at = now() - interval '9 seconds' WHERE id = " + q);
+    auto resumed = run_command({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
+                                f.data.string(), "resume", id});
+    INFO(resumed.out << resumed.err);
+    REQUIRE(resumed.exit_code == 0);
+    CHECK(f.scalar("SELECT paused_at IS NULL AND paused_s BETWEEN 8.9 AND 30 FROM crawl WHERE id = " + q) == "t");
+    auto p = f.run(id);
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+
+    // The same crawl without the pause would have been over its timeout.
+    auto late = f.add_crawl(CrawlFixture::site_urls(2), {"--timeout", "5"});
+    f.exec("UPDATE crawl SET status = 'started', started_at = now() - interval '10 seconds' WHERE id = " +
+           f.quote(late));
+    auto q2 = f.run(late);
+    INFO(q2->output());
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(late)) == "sealed/timed_out");
+}
