@@ -7,6 +7,7 @@ target_sources(common PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/proc_sweep.cpp
   ${CMAKE_CURRENT_LIST_DIR}/pending_statement.cpp
   ${CMAKE_CURRENT_LIST_DIR}/process_table.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/process_exit_writes.cpp
   ${CMAKE_CURRENT_LIST_DIR}/random_id.cpp
   ${CMAKE_CURRENT_LIST_DIR}/rerun_script.cpp
   ${CMAKE_CURRENT_LIST_DIR}/file_tail.cpp
