@@ -79,11 +79,11 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             stop_workers();
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
             m_lease.release(m_conn);
-            static const std::map<Stop, std::pair<std::string, std::string>> k_releases = {
+            const std::map<Stop, std::pair<std::string, std::string>> releases = {
                 {Stop::signal, {"signal", "stop requested (signal)"}},
                 {Stop::refused, {"configuration refused", m_stop_reason}},
                 {Stop::paused, {"paused", "paused; its running snapshots finished"}}};
-            const auto& [why, message] = k_releases.at(m_stopping);
+            const auto& [why, message] = releases.at(m_stopping);
             Event released{"crawl.released", "crawl released: " + message, m_ctx.crawl.id};
             released.process_id = m_ctx.self_row_id;
             released.detail = {{"reason", why}};
