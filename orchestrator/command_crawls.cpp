@@ -21,7 +21,7 @@ constexpr const char* k_query =
     "  'outcome', c.outcome, 'seal_reason', c.seal_reason, 'urls', cardinality(c.urls), 'first_url', c.urls[1],"
     "  'max_depth', c.max_depth, 'attempts', c.attempts, 'lease_owner', c.lease_owner,"
     "  'cancel_requested_at', c.cancel_requested_at, 'schedule_id', c.schedule_id, 'created_at', c.created_at,"
-    "  'started_at', c.started_at, 'sealed_at', c.sealed_at,"
+    "  'started_at', c.started_at, 'sealed_at', c.sealed_at, 'paused_at', c.paused_at, 'paused_s', c.paused_s,"
     "  'run_s', extract(epoch FROM coalesce(c.sealed_at, now()) - c.started_at) - c.paused_s"
     "           - coalesce(extract(epoch FROM coalesce(c.sealed_at, now()) - c.paused_at), 0),"
     "  'snapshots', k.total, 'sealed', k.sealed, 'succeeded', k.succeeded)::text "

@@ -18,6 +18,7 @@ constexpr const char* k_crawl =
     "  'outcome', c.outcome, 'seal_reason', c.seal_reason, 'max_depth', c.max_depth, 'max_urls', c.max_urls,"
     "  'attempts', c.attempts, 'lease_owner', c.lease_owner, 'cancel_requested_at', c.cancel_requested_at,"
     "  'created_at', c.created_at, 'started_at', c.started_at, 'sealed_at', c.sealed_at,"
+    "  'paused_at', c.paused_at, 'paused_s', c.paused_s,"
     "  'snapshots', jsonb_build_object('total', p.snapshots, 'queued', p.queued, 'started', p.started,"
     "     'sealed', p.sealed, 'succeeded', p.succeeded, 'partial', p.partial, 'failed', p.failed,"
     "     'cancelled', p.cancelled, 'timed_out', p.timed_out),"
@@ -90,8 +91,13 @@ void print_crawl(const nlohmann::json& c)
         std::cout << "cancel    requested at " << str(c, "cancel_requested_at") << '\n';
     }
     if (str(c, "status") == "paused") {
-        std::cout << fmt::format("paused    until `orchestrator resume {}` (why: the crawl.paused event below)\n",
-                                 str(c, "id"));
+        std::cout << fmt::format("paused    since {} until `orchestrator resume {}` (why: the crawl.paused event "
+                                 "below)\n",
+                                 str(c, "paused_at"), str(c, "id"));
+    }
+    if (c["paused_s"].is_number() && c["paused_s"].get<double>() > 0) {
+        std::cout << fmt::format("pauses    {} in all (not counted against its timeout)\n",
+                                 format_duration(c["paused_s"].get<double>()));
     }
     std::cout << fmt::format("snapshots {} total: {} queued, {} started, {} sealed ({} succeeded, {} partial, "
                              "{} failed, {} cancelled, {} timed out)\n",

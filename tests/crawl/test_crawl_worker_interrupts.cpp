@@ -528,6 +528,9 @@ TEST_CASE("crawl_worker: time spent paused does not count against the crawl time
     INFO(resumed.out << resumed.err);
     REQUIRE(resumed.exit_code == 0);
     CHECK(f.scalar("SELECT paused_at IS NULL AND paused_s BETWEEN 8.9 AND 30 FROM crawl WHERE id = " + q) == "t");
+    auto shown = run_command({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
+                              f.data.string(), "show", "crawl", id});
+    CHECK(shown.out.find("not counted against its timeout") != std::string::npos);
     auto p = f.run(id);
     INFO(p->output());
     CHECK(p->exit_code() == 0);

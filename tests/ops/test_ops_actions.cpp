@@ -51,6 +51,7 @@ TEST_CASE("ops: pause and resume - a crawl nobody runs and a leased one - show a
     auto show = tree.run({"show", "crawl", c2});
     INFO(show.out << show.err);
     CHECK(show.out.find("orchestrator resume " + c2) != std::string::npos);
+    CHECK(show.out.find("paused    since 20") != std::string::npos);
     CHECK(show.out.find("site asked us to stop") != std::string::npos); // its journal event
     CHECK(tree.run({"status"}).out.find("1 started, 1 paused") != std::string::npos);
 

@@ -319,6 +319,8 @@ TEST_CASE("ops: crawls lists the newest first with snapshot counts - filters - J
     CHECK(older["snapshots"] == 3);
     CHECK(older["sealed"] == 2);
     CHECK(older["succeeded"] == 1);
+    CHECK(older["paused_s"] == 0);
+    CHECK(older["paused_at"].is_null());
 
     CHECK(ids({"--status", "started"}) == Ids{c1});
     CHECK(ids({"--status", "queued", "--status", "started"}) == Ids{c2, c1});
