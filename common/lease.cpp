@@ -96,10 +96,8 @@ Lease::Clock::time_point Lease::next_renewal() const
 bool Lease::release(pqxx::connection& conn)
 {
     pqxx::work tx(conn);
-    // A crawl paused while we held it has no due time: only a resume gives it one.
     auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
-                                        " retry_at = CASE WHEN status = 'paused' THEN NULL ELSE now() END, "
-                                        " modified_at = now() "
+                                        " retry_at = now(), modified_at = now() "
                                         "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
                                         table_name(m_table)),
                             m_item_id, m_owner);

@@ -103,8 +103,7 @@ bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, c
                                const std::string& problem)
 {
     pqxx::work tx(m_conn);
-    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', retry_at = NULL, paused_at = now(), "
-                                        " lease_owner = NULL, "
+    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', paused_at = now(), lease_owner = NULL, "
                                         " lease_expires_at = NULL, modified_at = now() "
                                         "WHERE id = $1 AND status IN ('queued', 'started') "
                                         "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "
@@ -125,9 +124,8 @@ void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holde
                                    const std::optional<std::string>& cookie)
 {
     pqxx::work tx(m_conn);
-    tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
-                                " retry_at = CASE WHEN status = 'paused' THEN NULL ELSE retry_at END, "
-                                " modified_at = now() WHERE id = $1 AND {}",
+    tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                                "WHERE id = $1 AND {}",
                                 k_held_for_us),
                     m_crawl_id, lease_holder, cookie);
     tx.commit();

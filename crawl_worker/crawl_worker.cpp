@@ -91,8 +91,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     // fixes every crawl. The crawl's own (its URL patterns, a plugin value its
     // snapshot workers would refuse too) cannot get better by retrying: the crawl
     // is paused, so that no daemon retries it forever.
-    const auto roots = plugin_roots(options.plugins_dir);
-    if (auto problem = crawl_config_problem(crawl->config, roots)) {
+    std::map<std::string, std::vector<ConfiguredHook>> hooks;
+    if (auto problem = crawl_config_problem(crawl->config, plugin_roots(options.plugins_dir), &hooks)) {
         if (store.pause_refused(adopt, cookie, *problem)) {
             throw ConfigError(fmt::format("crawl {} paused: its configuration is refused: {} (fix the plugins and "
                                           "`orchestrator resume {}`, or cancel it)",
@@ -100,7 +100,6 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         }
         throw ConfigError(fmt::format("crawl {}: its configuration is refused: {}", crawl_id, *problem));
     }
-    auto hooks = plan_hooks(roots, crawl->config, {"Crawl", "CrawlEnd"});
     const auto& crawl_hooks = hooks["Crawl"];
     const auto& end_hooks = hooks["CrawlEnd"];
     auto grace = std::chrono::seconds(read_int_setting(setting::teardown_grace));

@@ -28,6 +28,5 @@ ALTER TABLE crawl
     ADD COLUMN paused_at timestamptz,
     ADD COLUMN paused_s double precision NOT NULL DEFAULT 0 CHECK (paused_s >= 0);
 
--- A paused crawl is not due: it has no due time, whoever frees its lease.
-UPDATE crawl SET retry_at = NULL, paused_at = coalesce(paused_at, modified_at)
-WHERE status = 'paused';
+-- A paused crawl is never due, whatever its retry_at: every claim of a crawl or
+-- of its snapshots reads the status. Nothing set 'paused' before this migration.

@@ -2,7 +2,6 @@
 
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
-#include "common/ids.hpp"
 
 #include <fmt/format.h>
 
@@ -34,11 +33,8 @@ constexpr const char* k_seal_crawl =
 
 } // namespace
 
-void command_cancel(const CommonOptions& options, const std::string& crawl_id)
+void cancel_crawl(pqxx::connection& conn, const std::string& id)
 {
-    auto id = require_uuid(crawl_id, "crawl id");
-    auto db = open_ops_database(options, true);
-    auto& conn = db.conn();
     conn.prepare("cancel_lock", k_lock);
     conn.prepare("cancel_live_snapshot_leases", k_live_snapshot_leases);
     conn.prepare("cancel_request", k_request);

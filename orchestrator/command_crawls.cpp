@@ -37,25 +37,9 @@ constexpr const char* k_query =
     "                    FROM snapshot s WHERE s.crawl_id = c.id) k "
     "ORDER BY c.created_at DESC, c.id DESC";
 
-std::string text_of(const nlohmann::json& j, const char* key)
-{
-    auto it = j.find(key);
-    return it == j.end() || it->is_null() ? std::string("-") : it->is_string() ? it->get<std::string>() : it->dump();
-}
-
-// "2026-11-25T08:38:14.94+00:00" as "2026-11-25 08:38:14".
-std::string timestamp(const nlohmann::json& j, const char* key)
-{
-    auto t = text_of(j, key);
-    if (t.size() >= 19 && t[10] == 'T') {
-        t = t.substr(0, 10) + " " + t.substr(11, 8);
-    }
-    return t;
-}
-
 std::string state(const nlohmann::json& c)
 {
-    auto s = text_of(c, "status");
+    auto s = field_text(c, "status");
     if (!c["outcome"].is_null()) {
         s += " " + c["outcome"].get<std::string>();
     } else if (!c["cancel_requested_at"].is_null()) {
@@ -70,11 +54,12 @@ void print_table(const std::vector<nlohmann::json>& crawls)
     for (const auto& c : crawls) {
         const long urls = c["urls"].get<long>();
         const long total = c["snapshots"].get<long>();
-        table.add_row({text_of(c, "id"), state(c), fmt::format("{}/{}", c["sealed"].get<long>(), total),
-                       total == 0 ? "-" : std::to_string(c["succeeded"].get<long>()), timestamp(c, "created_at"),
+        table.add_row({field_text(c, "id"), state(c), fmt::format("{}/{}", c["sealed"].get<long>(), total),
+                       total == 0 ? "-" : std::to_string(c["succeeded"].get<long>()),
+                       short_timestamp(field_text(c, "created_at")),
                        c["run_s"].is_null() ? "-" : format_duration(c["run_s"].get<double>()),
-                       one_line(text_of(c, "label"), 24),
-                       one_line(text_of(c, "first_url"), 60) + (urls > 1 ? fmt::format(" (+{})", urls - 1) : "")});
+                       one_line(field_text(c, "label"), 24),
+                       one_line(field_text(c, "first_url"), 60) + (urls > 1 ? fmt::format(" (+{})", urls - 1) : "")});
     }
     table.print(std::cout);
 }

@@ -2,7 +2,6 @@
 
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
-#include "common/ids.hpp"
 
 #include <fmt/format.h>
 
@@ -18,9 +17,10 @@ constexpr const char* k_lock =
     "SELECT status, coalesce(outcome, ''), lease_owner IS NOT NULL AND lease_expires_at > now(), "
     "       coalesce(lease_owner::text, '') "
     "FROM crawl WHERE id = $1 FOR UPDATE";
-// Not due while paused; the lease (if any) stays with its holder, which drains and releases.
+// Never due while paused (every claim reads the status, whatever retry_at says);
+// the lease (if any) stays with its holder, which drains and releases.
 constexpr const char* k_pause =
-    "UPDATE crawl SET status = 'paused', retry_at = NULL, paused_at = now(), modified_at = now() WHERE id = $1";
+    "UPDATE crawl SET status = 'paused', paused_at = now(), modified_at = now() WHERE id = $1";
 // Due at once, or when its holder (still draining) releases it. The pause does
 // not count against the crawl's timeout.
 constexpr const char* k_resume =
@@ -45,22 +45,18 @@ LockedCrawl lock_crawl(pqxx::work& tx, const std::string& id)
                        r[0][3].as<std::string>()};
 }
 
-pqxx::connection& prepared(Database& db)
+void prepare(pqxx::connection& conn)
 {
-    auto& conn = db.conn();
     conn.prepare("pause_lock", k_lock);
     conn.prepare("pause_set", k_pause);
     conn.prepare("pause_resume", k_resume);
-    return conn;
 }
 
 } // namespace
 
-void command_pause(const CommonOptions& options, const PauseOptions& pause)
+void pause_crawl(pqxx::connection& conn, const std::string& id, const std::string& reason)
 {
-    auto id = require_uuid(pause.crawl_id, "crawl id");
-    auto db = open_ops_database(options, true);
-    auto& conn = prepared(db);
+    prepare(conn);
     pqxx::work tx(conn);
     auto crawl = lock_crawl(tx, id);
     if (crawl.status == "sealed") {
@@ -72,8 +68,8 @@ void command_pause(const CommonOptions& options, const PauseOptions& pause)
         return;
     }
     tx.exec_prepared0("pause_set", id);
-    Event e{"crawl.paused", pause.reason.empty() ? "paused by operator" : "paused by operator: " + pause.reason, id};
-    e.detail = {{"reason", pause.reason.empty() ? "operator" : pause.reason}};
+    Event e{"crawl.paused", reason.empty() ? "paused by operator" : "paused by operator: " + reason, id};
+    e.detail = {{"reason", reason.empty() ? "operator" : reason}};
     if (crawl.leased) {
         e.detail["held_by"] = crawl.holder;
     }
@@ -88,11 +84,9 @@ void command_pause(const CommonOptions& options, const PauseOptions& pause)
     }
 }
 
-void command_resume(const CommonOptions& options, const std::string& crawl_id)
+void resume_crawl(pqxx::connection& conn, const std::string& id)
 {
-    auto id = require_uuid(crawl_id, "crawl id");
-    auto db = open_ops_database(options, true);
-    auto& conn = prepared(db);
+    prepare(conn);
     pqxx::work tx(conn);
     auto crawl = lock_crawl(tx, id);
     if (crawl.status != "paused") {

@@ -70,13 +70,10 @@ nlohmann::json json_rows(pqxx::read_transaction& tx, const char* statement, cons
     return out;
 }
 
+// A field as its cell (table_format.hpp), under a short name: this file prints dozens.
 std::string str(const nlohmann::json& j, const char* key)
 {
-    auto it = j.find(key);
-    if (it == j.end() || it->is_null()) {
-        return "-";
-    }
-    return it->is_string() ? it->get<std::string>() : it->dump();
+    return field_text(j, key);
 }
 
 void print_crawl(const nlohmann::json& c)

@@ -3,7 +3,6 @@
 #include "common/crawl_config_check.hpp"
 #include "common/errors.hpp"
 #include "common/log.hpp"
-#include "common/url_filter.hpp"
 
 #include <fmt/format.h>
 
@@ -11,12 +10,6 @@ namespace orch {
 
 void check_crawl_config(const nlohmann::json& config, const std::string& plugins_dir)
 {
-    // The URL patterns do not depend on the machine: they are always checked.
-    try {
-        UrlFilter filter(config);
-    } catch (const ConfigError& e) {
-        throw InvalidInput(e.what());
-    }
     std::optional<std::string> problem;
     try {
         problem = crawl_config_problem(config, plugin_roots(plugins_dir));

@@ -3,15 +3,6 @@
 #include "orchestrator/table_format.hpp"
 
 namespace orch {
-namespace {
-
-std::string text(const nlohmann::json& e, const char* key)
-{
-    const auto& v = e.at(key);
-    return v.is_null() ? std::string() : v.get<std::string>();
-}
-
-} // namespace
 
 void print_event_table(std::ostream& out, const nlohmann::json& events, bool crawl_column)
 {
@@ -21,18 +12,15 @@ void print_event_table(std::ostream& out, const nlohmann::json& events, bool cra
     }
     TextTable table(header);
     for (const auto& e : events) {
-        // "2026-11-25T06:40:12.345678+00:00" -> "2026-11-25 06:40:12"
-        auto at = text(e, "at");
-        if (at.size() >= 19) {
-            at = at.substr(0, 10) + " " + at.substr(11, 8);
-        }
-        auto by = text(e, "actor");
-        if (const auto user = text(e, "os_user"); !user.empty()) {
+        const auto at = short_timestamp(field_text(e, "at", ""));
+        auto by = field_text(e, "actor", "");
+        if (const auto user = field_text(e, "os_user", ""); !user.empty()) {
             by += " (" + user + ")";
         }
-        std::vector<std::string> row{at, text(e, "kind"), by, one_line(text(e, "message"), 110)};
+        std::vector<std::string> row{at, field_text(e, "kind", ""), by,
+                                     one_line(field_text(e, "message", ""), 110)};
         if (crawl_column) {
-            row.insert(row.begin() + 3, short_id(text(e, "crawl_id")));
+            row.insert(row.begin() + 3, short_id(field_text(e, "crawl_id", "")));
         }
         table.add_row(std::move(row));
     }

@@ -17,15 +17,18 @@ namespace {
 // --json` lists): a malformed one refuses them all before anything is done;
 // the others are acted on in turn, each in its own transaction, and unknown
 // ones are named at the end (NotFound, exit 6) after the rest were done.
-void for_each_crawl(const std::vector<std::string>& ids, const std::function<void(const std::string&)>& action)
+void for_each_crawl(const CommonOptions& options, const std::vector<std::string>& ids,
+                    const std::function<void(pqxx::connection&, const std::string&)>& action)
 {
+    std::vector<std::string> checked;
     for (const auto& id : ids) {
-        require_uuid(id, "crawl id");
+        checked.push_back(require_uuid(id, "crawl id"));
     }
+    auto db = open_ops_database(options, true);
     std::vector<std::string> unknown;
-    for (const auto& id : ids) {
+    for (const auto& id : checked) {
         try {
-            action(id);
+            action(db.conn(), id);
         } catch (const NotFound& e) {
             if (ids.size() == 1) {
                 throw;
@@ -106,7 +109,7 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_pause = app.add_subcommand("pause", "pause a crawl: nothing more starts for it until resumed (its running "
                                           "snapshots finish, then its crawl worker releases it)");
     m_pause->add_option("crawl_id", m_pause_ids, "crawl ids")->required();
-    m_pause->add_option("--reason", m_pause_options.reason, "why, for the event journal");
+    m_pause->add_option("--reason", m_pause_reason, "why, for the event journal");
 
     m_resume = app.add_subcommand("resume", "resume a paused crawl");
     m_resume->add_option("crawl_id", m_resume_ids, "crawl ids")->required();
@@ -153,15 +156,12 @@ std::optional<int> OpsCommands::run()
     } else if (*m_crawls) {
         command_crawls(m_common, m_crawls_options);
     } else if (*m_cancel) {
-        for_each_crawl(m_cancel_ids, [&](const std::string& id) { command_cancel(m_common, id); });
+        for_each_crawl(m_common, m_cancel_ids, cancel_crawl);
     } else if (*m_pause) {
-        for_each_crawl(m_pause_ids, [&](const std::string& id) {
-            auto one = m_pause_options;
-            one.crawl_id = id;
-            command_pause(m_common, one);
-        });
+        for_each_crawl(m_common, m_pause_ids,
+                       [&](pqxx::connection& conn, const std::string& id) { pause_crawl(conn, id, m_pause_reason); });
     } else if (*m_resume) {
-        for_each_crawl(m_resume_ids, [&](const std::string& id) { command_resume(m_common, id); });
+        for_each_crawl(m_common, m_resume_ids, resume_crawl);
     } else if (*m_retry) {
         command_retry(m_common, m_retry_id);
     } else if (*m_prune) {

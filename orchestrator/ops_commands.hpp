@@ -2,15 +2,18 @@
 
 #include "common/cli_options.hpp"
 
+#include <pqxx/pqxx>
+
 #include <optional>
 #include <string>
 #include <vector>
 
 // The operational surface: commands that read the `ops` views and act on work
-// through the database (status, ps, logs, show, cancel, retry, prune, and the
-// read-only role for dashboards). Each throws orch::Error for what the user can
-// fix (InvalidInput for a malformed id, NotFound for an unknown one, LeaseLost for
-// an item a worker holds); guarded_main() maps them to exit codes.
+// through the database (status, crawls, ps, logs, show, cancel, pause, resume,
+// retry, prune, events, and the read-only role for dashboards). Each throws
+// orch::Error for what the user can fix (InvalidInput for a malformed id,
+// NotFound for an unknown one, LeaseLost for an item a worker holds);
+// guarded_main() maps them to exit codes.
 namespace orch {
 
 // LSB status codes, used by `orchestrator status` only.
@@ -66,19 +69,20 @@ struct CrawlsOptions {
 // malformed age.
 void command_crawls(const CommonOptions& options, const CrawlsOptions& crawls);
 
-void command_cancel(const CommonOptions& options, const std::string& crawl_id);
-
-struct PauseOptions {
-    std::string crawl_id;
-    std::string reason; // journaled with the pause
-};
+// The actions on one crawl that `cancel`, `pause` and `resume` take in turn for
+// each id given (ops_cli.cpp: ids checked first, one database connection, each
+// action its own transaction). `crawl_id` is a checked UUID. Throw NotFound.
+//
+// Cancels: a crawl worker holding it is asked to stop and seal it; one nobody
+// runs is sealed cancelled here. Already sealed: says so.
+void cancel_crawl(pqxx::connection& conn, const std::string& crawl_id);
 // Pauses an unsealed crawl: not due until resumed; a crawl worker holding it
-// lets its running snapshots finish, then releases it (exit 10). Already paused
-// or sealed: says so. Throws NotFound, InvalidInput (malformed id).
-void command_pause(const CommonOptions& options, const PauseOptions& pause);
+// lets its running snapshots finish, then releases it (exit 10). `reason` is
+// journaled. Already paused or sealed: says so.
+void pause_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& reason);
 // A paused crawl is due again at once (or carries on, if its worker has not
 // released it yet). Not paused: says so.
-void command_resume(const CommonOptions& options, const std::string& crawl_id);
+void resume_crawl(pqxx::connection& conn, const std::string& crawl_id);
 void command_retry(const CommonOptions& options, const std::string& id);
 
 struct PruneOptions {
@@ -134,7 +138,7 @@ private:
     std::vector<std::string> m_cancel_ids;
     std::vector<std::string> m_pause_ids;
     std::vector<std::string> m_resume_ids;
-    PauseOptions m_pause_options;
+    std::string m_pause_reason;
     std::string m_retry_id;
     PruneOptions m_prune_options;
     ReaderRoleOptions m_role_options;

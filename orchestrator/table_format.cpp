@@ -10,6 +10,23 @@
 
 namespace orch {
 
+std::string field_text(const nlohmann::json& object, const char* key, const std::string& absent)
+{
+    auto it = object.find(key);
+    if (it == object.end() || it->is_null()) {
+        return absent;
+    }
+    return it->is_string() ? it->get<std::string>() : it->dump();
+}
+
+std::string short_timestamp(const std::string& iso)
+{
+    if (iso.size() >= 19 && iso[10] == 'T') {
+        return iso.substr(0, 10) + " " + iso.substr(11, 8);
+    }
+    return iso;
+}
+
 void TextTable::print(std::ostream& out) const
 {
     std::vector<std::size_t> widths;

@@ -1,5 +1,7 @@
 #pragma once
 
+#include <nlohmann/json.hpp>
+
 #include <optional>
 #include <ostream>
 #include <string>
@@ -29,6 +31,14 @@ std::string format_cpu(std::optional<double> seconds);
 
 // "0", "1 (exit)", "SIGKILL" style: exit code, or the signal name for a signal death; "-" if neither.
 std::string format_exit(std::optional<int> exit_code, std::optional<int> term_signal);
+
+// A JSON object's field as cell text: a string as it is, another value as JSON,
+// `absent` for a missing or null field.
+std::string field_text(const nlohmann::json& object, const char* key, const std::string& absent = "-");
+
+// A timestamp as PostgreSQL's JSON gives it ("2026-11-25T06:40:12.345+00:00"),
+// cut to the second: "2026-11-25 06:40:12". Other text is returned unchanged.
+std::string short_timestamp(const std::string& iso);
 
 // The first 8 characters of a UUID ("-" for an empty one).
 std::string short_id(const std::string& id);

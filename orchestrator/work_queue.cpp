@@ -44,8 +44,7 @@ void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const st
 {
     pqxx::work tx(conn);
     tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
-                    " retry_at = CASE WHEN status = 'paused' THEN NULL ELSE now() + make_interval(secs => $3) END, "
-                    " modified_at = now() "
+                    " retry_at = now() + make_interval(secs => $3), modified_at = now() "
                     "WHERE id = $1 AND lease_owner = $2 AND status <> 'sealed'",
                     crawl_id, owner, static_cast<double>(backoff.count()));
     tx.commit();
@@ -68,8 +67,7 @@ LeaseRecovery release_dead_leases(pqxx::connection& conn)
                  " AND s.status <> 'sealed'")
             .affected_rows());
     out.crawls = static_cast<int>(
-        tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, "
-                 " retry_at = CASE WHEN c.status = 'paused' THEN NULL ELSE now() END, "
+        tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
                  " modified_at = now() FROM process p "
                  "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
                  " AND c.status <> 'sealed'")

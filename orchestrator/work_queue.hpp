@@ -25,8 +25,7 @@ std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t l
 // the crawl's own configuration refused).
 bool crawl_paused(pqxx::connection& conn, const std::string& crawl_id);
 
-// Gives a crawl back if `owner` still holds it; due again after `backoff`
-// (a paused one is not due at all).
+// Gives a crawl back if `owner` still holds it; due again after `backoff`.
 void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
                    std::chrono::seconds backoff);
 

@@ -427,8 +427,7 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
         REQUIRE(p->wait_for(30s));
         INFO(p->output());
         CHECK(p->exit_code() == 10);
-        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (retry_at IS NULL) FROM crawl "
-                       "WHERE id = " + q) == "paused/true/true");
+        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " + q) == "paused/true");
         CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 2);
         CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
                       " AND status <> 'sealed' AND attempts = 0 AND lease_owner IS NULL") == 4);
@@ -451,8 +450,7 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
         CrawlWorkerProcess late(late_argv, f.env(), f.root / "late.log");
         REQUIRE(late.wait_for(30s));
         CHECK(late.exit_code() == 0);
-        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || (retry_at IS NULL) FROM crawl "
-                       "WHERE id = " + q) == "paused/true/true");
+        CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " + q) == "paused/true");
 
         auto resumed = cli({"resume", id});
         INFO(resumed.out << resumed.err);
@@ -498,8 +496,8 @@ TEST_CASE("crawl_worker: a crawl whose own configuration is refused is paused be
     CHECK(p->exit_code() == 3);
     CHECK(p->output().find("paused") != std::string::npos);
     CHECK(p->output().find("orchestrator resume " + id) != std::string::npos);
-    CHECK(f.scalar("SELECT status || '/' || (retry_at IS NULL) || '/' || (lease_owner IS NULL) || '/' || attempts "
-                   "FROM crawl WHERE id = " + q) == "paused/true/true/0");
+    CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) || '/' || attempts FROM crawl WHERE id = " + q) ==
+          "paused/true/0");
     CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q) == 0);
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker'") == 0); // refused before it registered
     CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND crawl_id = " + q +
@@ -521,7 +519,7 @@ TEST_CASE("crawl_worker: time spent paused does not count against the crawl time
     auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--timeout", "5"});
     const auto q = f.quote(id);
     // Started 10 s ago, paused for the last 9 s of them: it ran 1 s of its 5.
-    f.exec("UPDATE crawl SET status = 'paused', retry_at = NULL, started_at = now() - interval '10 seconds', "
+    f.exec("UPDATE crawl SET status = 'paused', started_at = now() - interval '10 seconds', "
            "paused_at = now() - interval '9 seconds' WHERE id = " + q);
     auto resumed = run_command({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
                                 f.data.string(), "resume", id});
