@@ -22,7 +22,8 @@ constexpr const char* k_crawl =
     "  'snapshots', jsonb_build_object('total', p.snapshots, 'queued', p.queued, 'started', p.started,"
     "     'sealed', p.sealed, 'succeeded', p.succeeded, 'partial', p.partial, 'failed', p.failed,"
     "     'cancelled', p.cancelled, 'timed_out', p.timed_out),"
-    "  'rate_per_min', p.rate_per_min, 'eta_s', extract(epoch FROM p.eta)::float8)::text "
+    "  'rate_per_min', p.rate_per_min, 'eta_s', extract(epoch FROM p.eta)::float8,"
+    "  'running_s', p.running_s, 'avg_rate_per_min', p.avg_rate_per_min)::text "
     "FROM crawl c JOIN ops.crawl_progress p ON p.crawl_id = c.id WHERE c.id = $1";
 // Per hook over the crawl's snapshots: how many results in each status.
 constexpr const char* k_crawl_hooks =
@@ -76,13 +77,62 @@ std::string str(const nlohmann::json& j, const char* key)
     return field_text(j, key);
 }
 
+// The seed URLs: all of them when few, else the first three and how many more
+// (--json has the whole list).
+std::string url_summary(const nlohmann::json& urls)
+{
+    constexpr std::size_t k_shown = 3;
+    if (urls.size() <= k_shown + 1) {
+        return urls.dump();
+    }
+    std::string out;
+    for (std::size_t i = 0; i < k_shown; ++i) {
+        out += (i ? " " : "") + urls[i].get<std::string>();
+    }
+    return fmt::format("{} (+{} more of {}; --json lists them all)", out, urls.size() - k_shown, urls.size());
+}
+
+std::string per_minute(double rate)
+{
+    return rate >= 100 ? fmt::format("{:.0f}/min", rate) : fmt::format("{:.1f}/min", rate);
+}
+
+// How fast it goes, and when it should be done: the rate over the last 10
+// minutes of its run (ops.crawl_progress), its average over its whole running
+// time, and the ETA at the recent rate. A sealed crawl has only its average; a
+// paused one has no ETA.
+std::string rate_line(const nlohmann::json& c)
+{
+    const auto number = [&c](const char* key) {
+        return c[key].is_number() ? std::optional(c[key].get<double>()) : std::nullopt;
+    };
+    const auto recent = number("rate_per_min");
+    const auto average = number("avg_rate_per_min");
+    const auto running = number("running_s");
+    const auto status = str(c, "status");
+    if (!running) {
+        return "- (not started)";
+    }
+    const std::string over = fmt::format("{} on average over {} of running", average ? per_minute(*average) : "-",
+                                         format_duration(running));
+    if (status == "sealed") {
+        return over;
+    }
+    std::string line = fmt::format("{} in its last 10 min, {}", per_minute(recent.value_or(0)), over);
+    if (status == "paused") {
+        return line + "; no eta while paused";
+    }
+    const auto eta = number("eta_s");
+    return line + "; eta " + (eta ? format_duration(eta) : std::string("- (nothing sealed in the last 10 min)"));
+}
+
 void print_crawl(const nlohmann::json& c)
 {
     const auto& n = c["snapshots"];
     std::cout << fmt::format("crawl     {}\nlabel     {}\nstatus    {}{}\nurls      {}\ncreated   {}\nstarted   {}\n"
                              "sealed    {}\n",
                              str(c, "id"), str(c, "label"), str(c, "status"),
-                             c["outcome"].is_null() ? "" : " (" + str(c, "outcome") + ")", c["urls"].dump(),
+                             c["outcome"].is_null() ? "" : " (" + str(c, "outcome") + ")", url_summary(c["urls"]),
                              str(c, "created_at"), str(c, "started_at"), str(c, "sealed_at"));
     if (!c["cancel_requested_at"].is_null()) {
         std::cout << "cancel    requested at " << str(c, "cancel_requested_at") << '\n';
@@ -101,9 +151,7 @@ void print_crawl(const nlohmann::json& c)
                              str(n, "total"), str(n, "queued"), str(n, "started"), str(n, "sealed"),
                              str(n, "succeeded"), str(n, "partial"), str(n, "failed"), str(n, "cancelled"),
                              str(n, "timed_out"));
-    auto eta = c["eta_s"].is_null() ? std::nullopt : std::optional(c["eta_s"].get<double>());
-    std::cout << fmt::format("rate      {:.1f}/min over 10 min, eta {}\n", c["rate_per_min"].get<double>(),
-                             format_duration(eta));
+    std::cout << "rate      " << rate_line(c) << '\n';
     TextTable table({"HOOK", "PLUGIN", "TOTAL", "OK", "FAILED", "SKIPPED", "NORESULTS", "PENDING", "LAST ERROR"});
     for (const auto& h : c["hooks"]) {
         table.add_row({str(h, "hook_name"), str(h, "plugin"), str(h, "total"), str(h, "succeeded"), str(h, "failed"),

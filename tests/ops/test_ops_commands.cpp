@@ -256,7 +256,13 @@ TEST_CASE("ops: show crawl and show snapshot with per-hook results - text and JS
     auto j = json::parse(tree.run({"show", "crawl", c1, "--json"}).out);
     CHECK(j["snapshots"]["total"] == 3);
     CHECK(j["snapshots"]["failed"] == 1);
-    CHECK(j["rate_per_min"].get<double>() == Approx(0.2));
+    // Started 5 minutes ago, 2 sealed since, 1 to go.
+    CHECK(j["rate_per_min"].get<double>() == Approx(0.4).epsilon(0.05));
+    CHECK(j["avg_rate_per_min"].get<double>() == Approx(0.4).epsilon(0.05));
+    CHECK(j["running_s"].get<double>() == Approx(300).margin(10));
+    CHECK(j["eta_s"].get<double>() == Approx(150).margin(10));
+    CHECK(r.out.find("rate      0.4/min in its last 10 min, 0.4/min on average over 5m") != std::string::npos);
+    CHECK(r.out.find("; eta 2m") != std::string::npos);
     REQUIRE(j["hooks"].size() == 2);
     CHECK(j["hooks"][1]["hook_name"] == "on_Snapshot__50_wget");
     CHECK(j["hooks"][1]["failed"] == 1);
@@ -342,4 +348,57 @@ TEST_CASE("ops: crawls lists the newest first with snapshot counts - filters - J
 
     CHECK(tree.run({"crawls", "--since", "5x"}).exit_code == 7);
     CHECK(tree.run({"crawls", "--status", "bogus"}).exit_code == 2);
+}
+
+TEST_CASE("ops: crawl_progress rates a young - a paused - a sealed and a re-run crawl over the time it ran", "[ops]")
+{
+    OpsTree tree;
+    // Each figure of c1 (2 of its 3 snapshots sealed) after `sql`.
+    auto progress = [&](const std::string& sql) {
+        tree.exec(sql);
+        return json::parse(tree.scalar("SELECT json_build_object('rate', rate_per_min, 'avg', avg_rate_per_min,"
+                                       " 'running_s', running_s, 'eta_s', extract(epoch FROM eta))::text"
+                                       " FROM ops.crawl_progress WHERE crawl_id = '" + c1 + "'"));
+    };
+    auto seal_times = [&](const std::string& first, const std::string& second) {
+        return "UPDATE snapshot SET sealed_at = CASE id WHEN '" + s1 + "' THEN now() - interval '" + first +
+               "' ELSE now() - interval '" + second + "' END WHERE id IN ('" + s1 + "', '" + s2 + "')";
+    };
+
+    // Running for 30 s, 2 sealed: 4 a minute, not 2 per 10 minutes; the last one in 15 s.
+    tree.exec(seal_times("20 seconds", "10 seconds"));
+    auto young = progress("UPDATE crawl SET started_at = now() - interval '30 seconds' WHERE id = '" + c1 + "'");
+    CHECK(young["rate"].get<double>() == Approx(4).epsilon(0.05));
+    CHECK(young["avg"].get<double>() == Approx(4).epsilon(0.05));
+    CHECK(young["eta_s"].get<double>() == Approx(15).margin(1));
+
+    // Paused for the last 10 s (and 5 s before): no ETA, and 15 s of running.
+    auto paused = progress("UPDATE crawl SET status = 'paused', paused_at = now() - interval '10 seconds',"
+                           " paused_s = 5 WHERE id = '" + c1 + "'");
+    CHECK(paused["eta_s"].is_null());
+    CHECK(paused["running_s"].get<double>() == Approx(15).margin(1));
+    CHECK(paused["avg"].get<double>() == Approx(8).epsilon(0.1));
+
+    // Sealed an hour ago after an hour's run: no recent rate, its average, no time left.
+    tree.exec(seal_times("90 minutes", "61 minutes"));
+    auto sealed = progress("UPDATE crawl SET status = 'sealed', outcome = 'partial', paused_at = NULL, paused_s = 0,"
+                           " started_at = now() - interval '2 hours', sealed_at = now() - interval '1 hour',"
+                           " lease_owner = NULL, lease_expires_at = NULL WHERE id = '" + c1 + "'");
+    CHECK(sealed["rate"].get<double>() == 0);
+    CHECK(sealed["running_s"].get<double>() == Approx(3600).margin(1));
+    CHECK(sealed["avg"].get<double>() == Approx(2.0 / 60).epsilon(0.01));
+    CHECK(sealed["eta_s"].get<double>() == 0);
+
+    // Sealed 20 s after its start 5 s ago: the rate of those 20 s.
+    tree.exec(seal_times("10 seconds", "6 seconds"));
+    auto quick = progress("UPDATE crawl SET started_at = now() - interval '25 seconds',"
+                          " sealed_at = now() - interval '5 seconds' WHERE id = '" + c1 + "'");
+    CHECK(quick["rate"].get<double>() == Approx(6).epsilon(0.05));
+
+    // Run again a minute ago (s3 queued again): what was sealed before the new start is not its rate.
+    tree.exec(seal_times("3 minutes", "30 seconds"));
+    auto rerun = progress("UPDATE crawl SET status = 'started', outcome = NULL, sealed_at = NULL,"
+                          " started_at = now() - interval '1 minute' WHERE id = '" + c1 + "'");
+    CHECK(rerun["rate"].get<double>() == Approx(1).epsilon(0.05));
+    CHECK(rerun["eta_s"].get<double>() == Approx(60).margin(2));
 }
