@@ -14,6 +14,8 @@
 --   avg_rate_per_min  snapshots sealed per minute of running_s.
 -- A paused crawl has no ETA: nothing progresses until it is resumed.
 CREATE OR REPLACE VIEW ops.crawl_progress WITH (security_barrier) AS
+-- `counts` is read once, so that a filter on the crawl reaches the snapshot scan
+-- (`show crawl` reads one crawl, not every snapshot ever sealed).
 WITH counts AS (
     SELECT s.crawl_id,
            count(*) AS snapshots,
@@ -30,26 +32,6 @@ WITH counts AS (
     FROM snapshot s
     JOIN crawl sc ON sc.id = s.crawl_id
     GROUP BY s.crawl_id
-),
-windows AS (
-    SELECT c.id,
-           -- The last 10 minutes of its run, in seconds (never zero, to divide by).
-           greatest(extract(epoch FROM coalesce(c.sealed_at, now())
-                                       - greatest(c.started_at, now() - interval '10 minutes')), 0.001) AS window_s,
-           coalesce(c.sealed_at, now()) > greatest(c.started_at, now() - interval '10 minutes') AS window_open,
-           extract(epoch FROM coalesce(c.sealed_at, now()) - c.started_at) - c.paused_s
-               - CASE WHEN c.paused_at IS NULL THEN 0
-                      ELSE greatest(extract(epoch FROM coalesce(c.sealed_at, now()) - c.paused_at), 0) END
-               AS running_s
-    FROM crawl c
-),
-rates AS (
-    SELECT w.id,
-           CASE WHEN w.window_open THEN coalesce(k.sealed_in_window, 0) * 60.0 / w.window_s::numeric
-                ELSE 0 END AS rate_per_min,
-           CASE WHEN w.running_s < 0 THEN 0 ELSE w.running_s END AS running_s
-    FROM windows w
-    LEFT JOIN counts k ON k.crawl_id = w.id
 )
 SELECT c.id AS crawl_id, c.label, c.status, c.outcome, c.seal_reason,
        c.created_at, c.started_at, c.sealed_at, c.cancel_requested_at, c.lease_owner,
@@ -69,8 +51,22 @@ SELECT c.id AS crawl_id, c.label, c.status, c.outcome, c.seal_reason,
        CASE WHEN c.status = 'sealed' THEN c.sealed_at
             WHEN c.status = 'paused' OR r.rate_per_min = 0 THEN NULL
             ELSE now() + (k.snapshots - k.sealed) * interval '1 minute' / r.rate_per_min END AS eta_at,
-       r.running_s,
-       CASE WHEN r.running_s > 0 THEN coalesce(k.sealed, 0) * 60.0 / r.running_s::numeric END AS avg_rate_per_min
+       w.running_s,
+       CASE WHEN w.running_s > 0 THEN coalesce(k.sealed, 0) * 60.0 / w.running_s::numeric END AS avg_rate_per_min
 FROM crawl c
-JOIN rates r ON r.id = c.id
-LEFT JOIN counts k ON k.crawl_id = c.id;
+LEFT JOIN counts k ON k.crawl_id = c.id
+CROSS JOIN LATERAL (
+    SELECT -- The last 10 minutes of its run, in seconds (never zero, to divide by).
+           greatest(extract(epoch FROM coalesce(c.sealed_at, now())
+                                       - greatest(c.started_at, now() - interval '10 minutes')), 0.001) AS window_s,
+           coalesce(c.sealed_at, now()) > greatest(c.started_at, now() - interval '10 minutes') AS window_open,
+           CASE WHEN c.started_at IS NOT NULL THEN
+               greatest(extract(epoch FROM coalesce(c.sealed_at, now()) - c.started_at) - c.paused_s
+                        - CASE WHEN c.paused_at IS NULL THEN 0
+                               ELSE greatest(extract(epoch FROM coalesce(c.sealed_at, now()) - c.paused_at), 0) END,
+                        0) END AS running_s
+) w
+CROSS JOIN LATERAL (
+    SELECT CASE WHEN w.window_open THEN coalesce(k.sealed_in_window, 0) * 60.0 / w.window_s::numeric
+                ELSE 0 END AS rate_per_min
+) r;

@@ -15,6 +15,8 @@ namespace {
 
 // A heartbeat older than this (the supervisor beats every 10 s) is reported as stale.
 constexpr double k_stale_heartbeat_s = 60.0;
+// How many crawls being run `status` lists.
+constexpr std::size_t k_active_crawls_shown = 10;
 
 constexpr const char* k_orchestrators =
     "SELECT id, machine_id, coalesce(data_dir, ''), pid, coalesce(boot_id, ''), coalesce(start_ticks, 0), pidfs_ino, "
@@ -34,6 +36,16 @@ constexpr const char* k_recent_failures =
     "WHERE outcome <> 'ok' AND end_reason IS DISTINCT FROM 'killed_on_teardown' "
     "  AND ended_at > now() - interval '24 hours' "
     "ORDER BY ended_at DESC LIMIT $1";
+// The crawls being run or paused, oldest start first, with their progress. The
+// view is read once per crawl (a subquery per row), so that it counts only their
+// own snapshots, whatever the history.
+constexpr const char* k_active_crawls =
+    "SELECT (SELECT jsonb_build_object('id', p.crawl_id, 'label', p.label, 'status', p.status,"
+    "          'cancelling', p.cancel_requested_at IS NOT NULL, 'snapshots', p.snapshots, 'sealed', p.sealed,"
+    "          'failed', p.failed, 'partial', p.partial, 'rate_per_min', p.rate_per_min,"
+    "          'eta_s', extract(epoch FROM p.eta)::float8, 'running_s', p.running_s)"
+    "        FROM ops.crawl_progress p WHERE p.crawl_id = c.id)::text "
+    "FROM crawl c WHERE c.status IN ('started', 'paused') ORDER BY c.started_at NULLS LAST, c.id LIMIT $1";
 // The journal's last day, without the routine life of crawls that went well:
 // operator actions, give-ups, releases, back-offs, recoveries, starts and stops.
 const std::string k_recent_events =
@@ -88,6 +100,31 @@ void print_failures(const nlohmann::json& failures)
     table.print(std::cout);
 }
 
+// Crawls being run or paused, one line each; nothing when there are none.
+void print_active_crawls(const nlohmann::json& crawls)
+{
+    if (crawls.empty()) {
+        return;
+    }
+    std::cout << "active crawls" << (crawls.size() == k_active_crawls_shown ? " (the oldest " +
+                                         std::to_string(k_active_crawls_shown) + "; orchestrator crawls for all)"
+                                                                           : std::string()) << ":\n";
+    TextTable table({"CRAWL", "STATUS", "SEALED", "FAILED", "RATE", "ETA", "RUN", "LABEL"});
+    for (const auto& c : crawls) {
+        const auto number = [&c](const char* key) {
+            return c[key].is_number() ? std::optional(c[key].get<double>()) : std::nullopt;
+        };
+        const auto status = field_text(c, "status");
+        table.add_row({field_text(c, "id"), c["cancelling"].get<bool>() ? status + " (cancelling)" : status,
+                       fmt::format("{}/{}", field_text(c, "sealed"), field_text(c, "snapshots")),
+                       fmt::format("{}", c["failed"].get<long>() + c["partial"].get<long>()),
+                       fmt::format("{:.1f}/min", number("rate_per_min").value_or(0)),
+                       status == "paused" ? "paused" : format_duration(number("eta_s")),
+                       format_duration(number("running_s")), field_text(c, "label")});
+    }
+    table.print(std::cout);
+}
+
 } // namespace
 
 LsbStatus command_status(const CommonOptions& options, const StatusOptions& status)
@@ -99,6 +136,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
     conn.prepare("status_orchestrators", k_orchestrators);
     conn.prepare("status_queue_counts", k_queue_counts);
     conn.prepare("status_running", k_running);
+    conn.prepare("status_active_crawls", k_active_crawls);
     conn.prepare("status_recent_failures", k_recent_failures);
     conn.prepare("status_recent_events", k_recent_events);
     pqxx::read_transaction tx(conn);
@@ -136,6 +174,10 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
     for (const auto& row : tx.exec_prepared("status_running")) {
         running[row[0].as<std::string>()] = row[1].as<long>();
     }
+    nlohmann::json active = nlohmann::json::array();
+    for (const auto& row : tx.exec_prepared("status_active_crawls", k_active_crawls_shown)) {
+        active.push_back(nlohmann::json::parse(row[0].c_str()));
+    }
     nlohmann::json failures = nlohmann::json::array();
     for (const auto& row : tx.exec_prepared("status_recent_failures", 5)) {
         failures.push_back({{"id", row[0].as<std::string>()}, {"ended_at", row[1].as<std::string>()},
@@ -158,6 +200,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
                               {"orchestrators", orchestrators},
                               {"queues", queues},
                               {"running", running},
+                              {"active_crawls", active},
                               {"recent_failures", failures},
                               {"recent_events", events}};
         std::cout << out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << '\n';
@@ -193,6 +236,7 @@ LsbStatus command_status(const CommonOptions& options, const StatusOptions& stat
         workers += fmt::format("{}{} {}", workers.empty() ? "" : ", ", n.get<long>(), type);
     }
     std::cout << "running:   " << (workers.empty() ? "nothing" : workers) << '\n';
+    print_active_crawls(active);
     print_failures(failures);
     if (events.empty()) {
         std::cout << "recent events (24h): none\n";

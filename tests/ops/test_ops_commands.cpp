@@ -33,6 +33,10 @@ TEST_CASE("ops: status reports a live orchestrator - queues - workers and failur
     CHECK(r.out.find("cancel requested by operator") != std::string::npos);
     CHECK(r.out.find("cli (bob)") != std::string::npos);
     CHECK(r.out.find("crawl added") == std::string::npos);
+    // c1 is being run (c2 is only queued): its progress, 2 of 3 sealed, one of them failed.
+    CHECK(r.out.find("active crawls:") != std::string::npos);
+    CHECK(r.out.find(c1 + "  started  2/3     1       0.4/min") != std::string::npos);
+    CHECK(r.out.find(c2 + "  ") == std::string::npos);
 
     auto j = tree.run({"status", "--json"});
     REQUIRE(j.exit_code == 0);
@@ -54,6 +58,11 @@ TEST_CASE("ops: status reports a live orchestrator - queues - workers and failur
     CHECK(doc["recent_events"][0]["os_user"] == "bob");
     CHECK(doc["recent_events"][1]["kind"] == "snapshot.gave_up");
     CHECK(doc["recent_events"][1]["crawl_id"] == c1);
+    REQUIRE(doc["active_crawls"].size() == 1);
+    CHECK(doc["active_crawls"][0]["id"] == c1);
+    CHECK(doc["active_crawls"][0]["sealed"] == 2);
+    CHECK(doc["active_crawls"][0]["snapshots"] == 3);
+    CHECK(doc["active_crawls"][0]["eta_s"].get<double>() == Approx(150).margin(10));
 
     // A row that says running but names another process (start time differs): 1.
     tree.exec("UPDATE process SET start_ticks = start_ticks + 1 WHERE id = '" + orchestrator + "'");
