@@ -13,13 +13,24 @@ namespace {
 // pairing with the owners happens in the next CTE. The crawl fence row is locked
 // FOR SHARE: a concurrent lease change or cancel request waits for our commit.
 // The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
-const std::string k_claim_sql = claim_statement("", "", " SELECT id, lease_owner, attempts, n, url, depth FROM claimed",
-                                                "cardinality($3::uuid[])");
+const std::string k_claim_select = " SELECT id, lease_owner, attempts, n, url, depth FROM claimed";
+const std::string k_claim_sql = claim_statement("", "", k_claim_select, "cardinality($3::uuid[])");
+const std::string k_host_limited_claim_sql = claim_statement("", "", k_claim_select, "1", "", true);
+
+// A candidate's host is below the crawl's max_per_host: its started, leased
+// snapshots of the same host, the claiming owners' own excepted. Evaluated only
+// for a crawl that has a limit; the crawl's running snapshots are found by
+// snapshot_leased_idx (migrations/0006).
+constexpr const char* k_host_gate =
+    " AND (SELECT count(*) FROM snapshot o"
+    "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started'"
+    "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url))"
+    "     < (SELECT coalesce(c.max_per_host, 2147483647) FROM crawl c WHERE c.id = $1) ";
 
 } // namespace
 
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self)
+                            const std::string& limit, const std::string& self, bool host_limited)
 {
     // A join with `claimed` (estimated at one row) lets a plan made while the
     // process table was young and cached on the connection scan the whole table
@@ -56,7 +67,30 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
         "            WHERE {} AND (p.status <> 'exited') IS TRUE)"
         "{}",
-        leading_ctes, gate, limit, k_async_commit, pointed_row, select);
+        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, k_async_commit, pointed_row, select);
+}
+
+pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const std::string& definition,
+                        const std::vector<std::optional<std::string>>& params, const std::string& crawl_id,
+                        bool host_limited)
+{
+    if (!host_limited) {
+        return exec_autocommit_params(conn, name, definition, params);
+    }
+    std::vector<const char*> values;
+    values.reserve(params.size());
+    for (const auto& p : params) {
+        values.push_back(p ? p->c_str() : nullptr);
+    }
+    conn.prepare(name, definition);
+    pqxx::work tx(conn);
+    // Waited for before the claim statement starts: a READ COMMITTED statement
+    // reads the rows as of its own start, so a lock taken inside it would not
+    // let it see the claim it waited for.
+    tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "orch.snapshot_claim:" + crawl_id);
+    auto r = tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
+    tx.commit();
+    return r;
 }
 
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
@@ -80,6 +114,20 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 {
     std::vector<ClaimedSnapshot> out;
     if (owners.empty()) {
+        return out;
+    }
+    if (scope.host_limited) {
+        // One per statement: a statement's count of a host's running snapshots
+        // does not see what the same statement claims.
+        for (const auto& owner : owners) {
+            const auto p = claim_parameters(crawl_id, crawl_owner, {owner}, ttl, scope);
+            auto r = exec_claim(conn, "snapshot_claims.claim_due.hosts", k_host_limited_claim_sql,
+                                {p.begin(), p.end()}, crawl_id, true);
+            if (r.empty()) {
+                break;
+            }
+            out.push_back(claimed_snapshot(r[0], 0));
+        }
         return out;
     }
     auto r = exec_autocommit(conn, "snapshot_claims.claim_due", k_claim_sql, crawl_id, crawl_owner,

@@ -3,6 +3,7 @@
 #include <pqxx/pqxx>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,13 @@ struct ClaimScope {
     // known to be still running: their own supervisor decides what becomes of them).
     bool take_expired = true;
     std::vector<std::string> live_owners;
+    // The crawl has a max_per_host (crawl.max_per_host, migrations/0016): a
+    // snapshot is claimed only while fewer than that many of its host's run,
+    // counting every started and leased snapshot of the crawl but those of the
+    // claiming owners themselves (a worker sealing its snapshot in the statement
+    // that claims its next). Such claims are serialized per crawl and made one
+    // snapshot per statement (see claim_due_snapshots).
+    bool host_limited = false;
 };
 
 // Batched claim of the due snapshots of one crawl, on behalf of workers that may
@@ -46,6 +54,12 @@ struct ClaimScope {
 // holder is fenced on the lease, and the holder's connection is gone too), and the
 // snapshot is simply due again. Blocks for one round trip; throws what libpqxx
 // throws. Returns the claims made (possibly none), in claim order.
+//
+// A host-limited crawl (scope.host_limited) is claimed one snapshot per
+// statement, each in a transaction that first takes the crawl's claim lock
+// (exec_claim): the count of a host's running snapshots a statement reads is then
+// never older than the last claim of that crawl. One transaction per claimed
+// snapshot, only for such crawls.
 std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const std::string& crawl_id,
                                                  const std::string& crawl_owner,
                                                  const std::vector<std::string>& owners, std::chrono::seconds ttl,
@@ -63,8 +77,18 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 // `self` ("$8"), when the one owner is the claiming process itself: its row is
 // then pointed at the claimed snapshot by that key (an index probe whatever the
 // statistics), not by a join with `claimed`.
+// `host_limited`: the statement also skips snapshots whose host is at its
+// crawl's max_per_host (ClaimScope::host_limited); run it through exec_claim.
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self = "");
+                            const std::string& limit, const std::string& self = "", bool host_limited = false);
+// Runs a claim statement prepared as `name`: in autocommit, or, for a
+// host-limited crawl, in a transaction that first waits for the crawl's claim
+// lock (an advisory transaction lock on its id, taken by no other code), so
+// that the statement's snapshot is taken after the previous claim committed.
+// Throws what libpqxx throws.
+pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const std::string& definition,
+                        const std::vector<std::optional<std::string>>& params, const std::string& crawl_id,
+                        bool host_limited);
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
                                           const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                           const ClaimScope& scope);

@@ -54,6 +54,7 @@ void CrawlRun::spawn_due_workers()
     // Our running workers keep their snapshots even when a lease expired (a stopped or
     // hung worker is the recovery pass's to judge), so a snapshot never runs twice at once.
     ClaimScope scope;
+    scope.host_limited = m_ctx.crawl.max_per_host.has_value();
     for (const auto& [row, snap] : m_workers) {
         scope.live_owners.push_back(row);
     }

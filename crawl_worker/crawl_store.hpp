@@ -16,6 +16,7 @@ struct CrawlRecord {
     long url_count = 0;
     int max_depth = 0;
     std::optional<int> max_urls;
+    std::optional<int> max_per_host; // ClaimScope::host_limited
     std::optional<int> timeout_s;
     std::string status;
     nlohmann::json config = nlohmann::json::object();

@@ -21,6 +21,7 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
         crawl.urls = schedule.add.urls;
         crawl.max_depth = schedule.add.depth;
         crawl.max_urls = schedule.add.max_urls;
+        crawl.max_per_host = schedule.add.max_per_host;
         crawl.timeout_s = schedule.add.timeout_s;
         if (!schedule.add.label.empty()) {
             crawl.label = schedule.add.label;

@@ -15,6 +15,7 @@ struct AddOptions {
     std::string urls_file;       // "-" = stdin
     int depth = 0;
     std::optional<int> max_urls;
+    std::optional<int> max_per_host;
     std::optional<int> timeout_s;
     std::string label;
     std::vector<std::string> tags;

@@ -14,6 +14,7 @@ struct NewCrawl {
     std::vector<std::string> urls; // raw, as given; validated by enqueue_crawl
     int max_depth = 0;
     std::optional<int> max_urls;
+    std::optional<int> max_per_host; // snapshots of one host at once (migrations/0016)
     std::optional<int> timeout_s;
     std::optional<std::string> label;
     std::vector<std::string> tags;

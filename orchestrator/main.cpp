@@ -14,6 +14,9 @@ void add_crawl_options(CLI::App& cmd, orch::AddOptions& add)
     cmd.add_option("urls", add.urls, "http(s) URLs");
     cmd.add_option("--depth", add.depth, "follow discovered links this deep (0..100)")->check(CLI::Range(0, 100));
     cmd.add_option("--max-urls", add.max_urls, "stop discovering after this many snapshots")->check(CLI::PositiveNumber);
+    cmd.add_option("--max-per-host", add.max_per_host,
+                   "run at most this many snapshots of one host at once (default: no limit)")
+        ->check(CLI::PositiveNumber);
     cmd.add_option("--timeout", add.timeout_s, "crawl timeout in seconds")->check(CLI::PositiveNumber);
     cmd.add_option("--label", add.label, "a label for the crawl");
     cmd.add_option("--tag", add.tags, "a tag (repeatable)");

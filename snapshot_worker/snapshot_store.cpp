@@ -91,7 +91,8 @@ std::optional<SnapshotRecord> SnapshotStore::load()
     // One statement: autocommit, no BEGIN/ROLLBACK round trips.
     pqxx::nontransaction tx(m_conn);
     auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
-                            "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false) "
+                            "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
+                            "       c.max_per_host "
                             "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
                             m_snapshot_id);
     if (r.empty()) {
@@ -110,6 +111,9 @@ std::optional<SnapshotRecord> SnapshotStore::load()
     }
     rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
     rec.crawl_cancelled = row[8].as<bool>();
+    if (!row[9].is_null()) {
+        rec.max_per_host = row[9].as<int>();
+    }
     m_crawl_id = rec.crawl_id;
     return rec;
 }
@@ -288,7 +292,7 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
 SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,
                                                               std::chrono::seconds ttl,
                                                               const std::vector<process_table::HeldExit>& exits,
-                                                              const std::vector<Hook>& hooks)
+                                                              const std::vector<Hook>& hooks, bool host_limited)
 {
     // A continuing worker's step between two snapshots in one statement: the
     // claim only happens if the seal did (the gate), and only takes a free lease;
@@ -297,7 +301,10 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // (a retried snapshot) come from the table as it was before the statement,
     // the new ones from RETURNING. Our own process row (the claim's owner, $8)
     // is pointed at the claimed snapshot by its key.
-    static const auto sql = process_table::exits_variants([](std::size_t count) {
+    // Two sets of statements: with and without the host gate of a crawl that has a
+    // max_per_host (ClaimScope::host_limited).
+    static const auto make = [](bool host_limited) {
+        return process_table::exits_variants([host_limited](std::size_t count) {
         return claim_statement(
             seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11)) + ", ",
             "AND EXISTS (SELECT 1 FROM sealed)",
@@ -307,16 +314,23 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
             "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
             "        JOIN claimed c ON a.snapshot_id = c.id) r) "
             "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
-            "1", "$8");
-    });
+            "1", "$8", host_limited);
+        });
+    };
+    static const auto sql = make(false);
+    static const auto host_limited_sql = make(true);
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
-    auto r = exec_autocommit_params(
-        m_conn, "snapshot_store.seal_and_claim_next." + process_table::exits_variant_name(exits.size()),
-        sql[process_table::exits_variant(exits.size())],
-        seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(), hooks_json(hooks)},
-                        exits));
+    const auto variant = process_table::exits_variant(exits.size());
+    auto r = exec_claim(m_conn,
+                        "snapshot_store.seal_and_claim_next." + process_table::exits_variant_name(exits.size()) +
+                            (host_limited ? ".hosts" : ""),
+                        host_limited ? host_limited_sql[variant] : sql[variant],
+                        seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(),
+                                         hooks_json(hooks)},
+                                        exits),
+                        m_crawl_id, host_limited);
     require(r, "sealing");
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();

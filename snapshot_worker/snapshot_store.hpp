@@ -27,6 +27,7 @@ struct SnapshotRecord {
     std::string status;            // queued | started | sealed
     int max_depth = 0;             // of the crawl
     std::optional<int> max_urls;   // of the crawl
+    std::optional<int> max_per_host; // of the crawl (ClaimScope::host_limited)
     nlohmann::json crawl_config = nlohmann::json::object();
     bool crawl_cancelled = false;
 };
@@ -79,7 +80,9 @@ public:
     // crawl's next due snapshot with a free lease for the same owner, fenced on
     // `crawl_owner`'s crawl lease; the next snapshot gets its results for
     // `hooks` in the same statement (what ensure_results() returns for it).
-    // `exits` as for seal(). Throws LeaseLost when the seal finds the lease gone.
+    // `exits` as for seal(). `host_limited`: the crawl has a max_per_host
+    // (ClaimScope::host_limited; the statement then waits for the crawl's claim
+    // lock). Throws LeaseLost when the seal finds the lease gone.
     struct SealAndNext {
         std::string outcome;
         std::optional<ClaimedSnapshot> next;
@@ -87,7 +90,7 @@ public:
     };
     SealAndNext seal_and_claim_next(const std::string& crawl_owner, std::chrono::seconds ttl,
                                     const std::vector<process_table::HeldExit>& exits = {},
-                                    const std::vector<Hook>& hooks = {});
+                                    const std::vector<Hook>& hooks = {}, bool host_limited = false);
 
 private:
     void require(const pqxx::result& r, const char* what) const;

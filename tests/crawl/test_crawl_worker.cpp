@@ -104,6 +104,59 @@ TEST_CASE("crawl_worker: never more than N snapshot workers at once", "[crawl_wo
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("crawl_worker: --max-per-host bounds the snapshots of one host running at once - other hosts go ahead",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    // Each hook marks itself running under its host, counts the marks (an upper
+    // bound of how many of its host run: two starting together see each other),
+    // and stays 0.4 s.
+    const auto running = f.root / "running";
+    f.write_hook("polite", "on_Snapshot__10_polite.sh",
+                 "host=$(printf '%s' \"$url\" | sed -E 's|^[a-z]+://([^/:]+).*|\\1|')\n"
+                 "mkdir -p '" + running.string() + "/'$host\n"
+                 "touch '" + running.string() + "/'$host/$$\n"
+                 "ls '" + running.string() + "/'$host | wc -l >> '" + (f.root / "seen.").string() + "'$host\n"
+                 "sleep 0.4\n"
+                 "rm '" + running.string() + "/'$host/$$\n" + succeeded_record("polite"));
+    std::vector<std::string> urls;
+    for (int i = 1; i <= 6; ++i) {
+        urls.push_back("http://a.test/" + std::to_string(i));
+    }
+    for (int i = 1; i <= 3; ++i) {
+        urls.push_back("http://b.test/" + std::to_string(i));
+    }
+    auto id = f.add_crawl(urls, {"--max-per-host", "2"});
+    auto q = f.quote(id);
+    CHECK(f.scalar("SELECT max_per_host FROM crawl WHERE id = " + q) == "2");
+
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "4"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+
+    // From the OS: never more than 2 of a host at once, and 2 did run together.
+    auto most_of = [&](const std::string& host) {
+        int most = 0;
+        for (const auto& line : read_lines(f.root / ("seen." + host))) {
+            most = std::max(most, std::stoi(line));
+        }
+        return most;
+    };
+    CHECK(most_of("a.test") == 2);
+    CHECK(most_of("b.test") == 2);
+    // From the snapshot rows: the same per host, and up to 4 at once in all (b.test
+    // did not wait for a.test).
+    auto overlap = [&](const std::string& filter) {
+        return f.count("WITH iv AS (SELECT started_at s, sealed_at e FROM snapshot WHERE crawl_id = " + q + filter +
+                       ") SELECT max((SELECT count(*) FROM iv j WHERE j.s <= i.s AND j.e > i.s)) FROM iv i");
+    };
+    CHECK(overlap(" AND url LIKE 'http://a.test/%'") == 2);
+    CHECK(overlap(" AND url LIKE 'http://b.test/%'") == 2);
+    CHECK(overlap("") >= 3);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
 TEST_CASE("crawl_worker: a background crawl hook with children is up for every snapshot - gone after the seal",
           "[crawl_worker]")
 {

@@ -462,3 +462,63 @@ TEST_CASE("seal and claim next writes its hooks' exits and points the worker's r
                                                 "//leaf/" + std::to_string(i % 3));
     }
 }
+
+TEST_CASE("host-limited claim: at most max_per_host of one host leased at once - under concurrent claimers",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(0);
+    f.exec("UPDATE crawl SET max_per_host = 2 WHERE id = " + f.quote(f.crawl_id));
+    // 20 of a.test first, then 3 of B.test (its host in another case and with a port) and 1 of c.test.
+    f.exec("INSERT INTO snapshot (crawl_id, url, retry_at, created_at) "
+           "SELECT " + f.quote(f.crawl_id) + ", u, now() - interval '1 second', now() - interval '1 minute' + g * interval '1 ms' "
+           "FROM (SELECT g, CASE WHEN g <= 20 THEN 'http://a.test/' || g WHEN g <= 23 THEN 'http://B.test:8080/' || g "
+           "ELSE 'http://c.test/' || g END AS u FROM generate_series(1, 24) g) x");
+    ClaimScope limited;
+    limited.host_limited = true;
+    auto leased_per_host = [&] {
+        return f.scalar("SELECT string_agg(h || '=' || n, ' ' ORDER BY h) FROM (SELECT url_host(url) h, count(*) n "
+                        "FROM snapshot WHERE lease_owner IS NOT NULL AND status = 'started' GROUP BY 1) x");
+    };
+
+    SECTION("one claimer: the next due snapshot of each host under its limit")
+    {
+        auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
+        CHECK(claims.size() == 5);
+        CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
+        // A seal frees its host's slot, for that host only.
+        f.exec("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), lease_owner = NULL, "
+               "lease_expires_at = NULL WHERE id = " + f.quote(claims.front().snapshot_id));
+        auto next = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
+        REQUIRE(next.size() == 1);
+        CHECK(next.front().url.rfind("http://a.test/", 0) == 0);
+        // The unlimited statement, for comparison, takes every due row.
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(30), k_ttl).size() == 18);
+    }
+    SECTION("eight concurrent claimers never lease a third snapshot of a host")
+    {
+        constexpr int k_claimers = 8;
+        std::atomic<bool> go{false};
+        std::atomic<int> claimed{0};
+        std::vector<std::thread> threads;
+        for (int c = 0; c < k_claimers; ++c) {
+            threads.emplace_back([&, c] {
+                auto conn = f.db.connect();
+                while (!go) {
+                    std::this_thread::yield();
+                }
+                for (std::size_t n = static_cast<std::size_t>(c) % 3 + 1, tries = 0; tries < 20; ++tries) {
+                    claimed += static_cast<int>(
+                        claim_due_snapshots(*conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(n), k_ttl, limited)
+                            .size());
+                }
+            });
+        }
+        go = true;
+        for (auto& t : threads) {
+            t.join();
+        }
+        CHECK(claimed == 5);
+        CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
+    }
+}
