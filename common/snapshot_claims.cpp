@@ -18,13 +18,17 @@ const std::string k_claim_sql = claim_statement("", "", k_claim_select, "cardina
 const std::string k_host_limited_claim_sql = claim_statement("", "", k_claim_select, "1", "", true);
 
 // A candidate's host is below the crawl's max_per_host: its started, leased
-// snapshots of the same host, the claiming owners' own excepted. Evaluated only
-// for a crawl that has a limit; the crawl's running snapshots are found by
-// snapshot_leased_idx (migrations/0006).
+// snapshots of the same host, except the candidate itself, the claiming owners'
+// own, and, when expired leases may be taken over ($6), those whose lease expired
+// under an owner not known to run ($5): they are candidates, not running, and
+// counting them would keep a host at its limit for good once its workers died.
+// Evaluated only for a crawl that has a limit; the crawl's running snapshots are
+// found by snapshot_leased_idx (migrations/0006).
 constexpr const char* k_host_gate =
     " AND (SELECT count(*) FROM snapshot o"
-    "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started'"
-    "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url))"
+    "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started' AND o.id <> s.id"
+    "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url)"
+    "        AND (NOT $6 OR o.lease_expires_at >= now() OR o.lease_owner = ANY($5::uuid[])))"
     "     < (SELECT coalesce(c.max_per_host, 2147483647) FROM crawl c WHERE c.id = $1) ";
 
 } // namespace

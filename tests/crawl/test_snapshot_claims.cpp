@@ -492,6 +492,15 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
         auto next = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
         REQUIRE(next.size() == 1);
         CHECK(next.front().url.rfind("http://a.test/", 0) == 0);
+        // A lease expired under a worker that is gone: taken over, and not counted
+        // as running its host meanwhile (else the host stays at its limit for good).
+        f.exec("UPDATE snapshot SET lease_expires_at = now() - interval '1 second' WHERE id = " +
+               f.quote(next.front().snapshot_id));
+        auto taken_over =
+            claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
+        REQUIRE(taken_over.size() == 1);
+        CHECK(taken_over.front().snapshot_id == next.front().snapshot_id);
+        CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
         // The unlimited statement, for comparison, takes every due row.
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(30), k_ttl).size() == 18);
     }
