@@ -29,7 +29,18 @@ constexpr const char* k_host_gate =
     "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started' AND o.id <> s.id"
     "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url)"
     "        AND (NOT $6 OR o.lease_expires_at >= now() OR o.lease_owner = ANY($5::uuid[])))"
-    "     < (SELECT coalesce(c.max_per_host, 2147483647) FROM crawl c WHERE c.id = $1) ";
+    "     < (SELECT coalesce(c.max_per_host, 2147483647) FROM crawl c WHERE c.id = $1) "
+    // ... and its host's last claim is at least host_delay_s old. The wall clock,
+    // not now(): the transaction began before it waited for the claim lock.
+    " AND NOT EXISTS (SELECT 1 FROM crawl_host_claim h"
+    "                 WHERE h.crawl_id = $1 AND h.host = url_host(s.url)"
+    "                   AND h.last_claimed_at > clock_timestamp()"
+    "                       - make_interval(secs => (SELECT coalesce(c.host_delay_s, 0) FROM crawl c WHERE c.id = $1))) ";
+// Notes the claim time of each claimed snapshot's host (a CTE of the same statement).
+constexpr const char* k_host_stamp =
+    ", host_claimed AS (INSERT INTO crawl_host_claim (crawl_id, host, last_claimed_at)"
+    "   SELECT DISTINCT $1::uuid, url_host(c.url), clock_timestamp() FROM claimed c"
+    "   ON CONFLICT (crawl_id, host) DO UPDATE SET last_claimed_at = EXCLUDED.last_claimed_at)";
 
 } // namespace
 
@@ -71,7 +82,8 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
         "            WHERE {} AND (p.status <> 'exited') IS TRUE)"
         "{}",
-        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, k_async_commit, pointed_row, select);
+        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, k_async_commit, pointed_row,
+        host_limited ? k_host_stamp + select : select);
 }
 
 pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const std::string& definition,

@@ -24,11 +24,12 @@ struct ClaimScope {
     // known to be still running: their own supervisor decides what becomes of them).
     bool take_expired = true;
     std::vector<std::string> live_owners;
-    // The crawl has a max_per_host (crawl.max_per_host, migrations/0016): a
-    // snapshot is claimed only while fewer than that many of its host's run,
-    // counting every started and leased snapshot of the crawl but those of the
-    // claiming owners themselves (a worker sealing its snapshot in the statement
-    // that claims its next). Such claims are serialized per crawl and made one
+    // The crawl has per-host rules (crawl.max_per_host, crawl.host_delay_s,
+    // migrations/0016): a snapshot is claimed only while fewer than max_per_host
+    // of its host's run, counting every started and leased snapshot of the crawl
+    // but those of the claiming owners themselves (a worker sealing its snapshot
+    // in the statement that claims its next), and once host_delay_s passed since
+    // its host's last claim. Such claims are serialized per crawl and made one
     // snapshot per statement (see claim_due_snapshots).
     bool host_limited = false;
 };

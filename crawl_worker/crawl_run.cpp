@@ -73,7 +73,7 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
                 }
                 continue;
             }
-            pump(Clock::now() + std::chrono::seconds(1));
+            pump(Clock::now() + claim_interval());
         }
         if (m_stopping == Stop::signal || m_stopping == Stop::refused || m_stopping == Stop::paused) {
             stop_workers();

@@ -61,6 +61,10 @@ private:
     bool run_hooks(const std::vector<CrawlHook>& hooks, const char* event);
     std::string launch_hook(const CrawlHook& h, bool background);
     void spawn_due_workers();
+    // How long the run loop waits at most before it claims again: 1 s, or a
+    // quarter of the crawl's host_delay_s (at least 50 ms), so that a host whose
+    // delay has passed gets its next snapshot about then, not a second later.
+    std::chrono::milliseconds claim_interval() const;
     void on_worker_exit(const ProcessOutcome& outcome);
     // Tears down the hooks of snapshot workers that died (process rows only); returns how many trees.
     int recover_orphans();

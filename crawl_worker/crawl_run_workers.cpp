@@ -9,6 +9,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 // CrawlRun and its snapshot workers: started on batched claims, their exits
 // judged, the hooks of those that died torn down, stopped at the end.
 namespace orch {
@@ -46,6 +48,16 @@ std::string describe(const ProcessOutcome& o)
 
 } // namespace
 
+std::chrono::milliseconds CrawlRun::claim_interval() const
+{
+    constexpr std::chrono::milliseconds k_default{1000};
+    if (!m_ctx.crawl.host_delay_s) {
+        return k_default;
+    }
+    const auto quarter = std::chrono::milliseconds(static_cast<long long>(*m_ctx.crawl.host_delay_s * 250));
+    return std::clamp(quarter, std::chrono::milliseconds(50), k_default);
+}
+
 void CrawlRun::spawn_due_workers()
 {
     if (m_workers.size() >= m_ctx.max_workers || m_stopping != Stop::none) {
@@ -54,7 +66,7 @@ void CrawlRun::spawn_due_workers()
     // Our running workers keep their snapshots even when a lease expired (a stopped or
     // hung worker is the recovery pass's to judge), so a snapshot never runs twice at once.
     ClaimScope scope;
-    scope.host_limited = m_ctx.crawl.max_per_host.has_value();
+    scope.host_limited = m_ctx.crawl.host_limited;
     for (const auto& [row, snap] : m_workers) {
         scope.live_owners.push_back(row);
     }

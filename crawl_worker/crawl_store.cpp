@@ -31,7 +31,8 @@ std::optional<CrawlRecord> CrawlStore::load()
     // in this process's heap (twice, as JSON and as strings) for its whole life.
     auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
                             " config::text, cancel_requested_at IS NOT NULL, "
-                            " coalesce(extract(epoch FROM now() - started_at) - paused_s, 0), cardinality(urls), max_per_host "
+                            " coalesce(extract(epoch FROM now() - started_at) - paused_s, 0), cardinality(urls), "
+                            " max_per_host IS NOT NULL OR host_delay_s IS NOT NULL, host_delay_s "
                             "FROM crawl WHERE id = $1",
                             m_crawl_id);
     if (r.empty()) {
@@ -48,8 +49,9 @@ std::optional<CrawlRecord> CrawlStore::load()
     if (!row[4].is_null()) {
         c.timeout_s = row[4].as<int>();
     }
-    if (!row[10].is_null()) {
-        c.max_per_host = row[10].as<int>();
+    c.host_limited = row[10].as<bool>();
+    if (!row[11].is_null()) {
+        c.host_delay_s = row[11].as<double>();
     }
     c.status = row[5].as<std::string>();
     c.config = nlohmann::json::parse(row[6].as<std::string>());

@@ -16,7 +16,8 @@ struct CrawlRecord {
     long url_count = 0;
     int max_depth = 0;
     std::optional<int> max_urls;
-    std::optional<int> max_per_host; // ClaimScope::host_limited
+    bool host_limited = false; // max_per_host or host_delay_s set: ClaimScope::host_limited
+    std::optional<double> host_delay_s;
     std::optional<int> timeout_s;
     std::string status;
     nlohmann::json config = nlohmann::json::object();

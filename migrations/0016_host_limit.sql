@@ -1,5 +1,6 @@
 -- Politeness: at most `max_per_host` snapshots of one host run at once in a
--- crawl (NULL: no limit, as before). A crawl of one site with 8 snapshot workers
+-- crawl, and at least `host_delay_s` seconds between the starts of two of them
+-- (NULL: no limit, as before). A crawl of one site with 8 snapshot workers
 -- otherwise opens 8 browsers on it at once, and sites ban archivers for less.
 --
 -- The host is read from the URL when a claim needs it (url_host), not stored:
@@ -14,3 +15,15 @@ ALTER TABLE crawl ADD COLUMN max_per_host integer CHECK (max_per_host > 0);
 -- there is none).
 CREATE FUNCTION url_host(url text) RETURNS text LANGUAGE sql IMMUTABLE PARALLEL SAFE
 RETURN coalesce(lower(substring(url FROM '^[A-Za-z][A-Za-z0-9+.-]*://(?:[^/?#@]*@)?(\[[^]]*\]|[^/?#:]*)')), '');
+
+-- And at least `host_delay_s` seconds between two claims of snapshots of one
+-- host in a crawl (NULL: none). The last claim of each host is kept here by the
+-- claims of crawls that have either rule.
+ALTER TABLE crawl ADD COLUMN host_delay_s double precision CHECK (host_delay_s > 0);
+
+CREATE TABLE crawl_host_claim (
+    crawl_id        uuid NOT NULL REFERENCES crawl (id) ON DELETE CASCADE,
+    host            text NOT NULL,
+    last_claimed_at timestamptz NOT NULL,
+    PRIMARY KEY (crawl_id, host)
+);

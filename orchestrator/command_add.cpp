@@ -24,6 +24,7 @@ void command_add(const CommonOptions& options, const AddOptions& add)
     crawl.max_depth = add.depth;
     crawl.max_urls = add.max_urls;
     crawl.max_per_host = add.max_per_host;
+    crawl.host_delay_s = add.host_delay_s;
     crawl.timeout_s = add.timeout_s;
     if (!add.label.empty()) {
         crawl.label = add.label;

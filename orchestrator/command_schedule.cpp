@@ -22,6 +22,7 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
         crawl.max_depth = schedule.add.depth;
         crawl.max_urls = schedule.add.max_urls;
         crawl.max_per_host = schedule.add.max_per_host;
+        crawl.host_delay_s = schedule.add.host_delay_s;
         crawl.timeout_s = schedule.add.timeout_s;
         if (!schedule.add.label.empty()) {
             crawl.label = schedule.add.label;

@@ -16,7 +16,7 @@ namespace {
 constexpr const char* k_crawl =
     "SELECT jsonb_build_object('id', c.id, 'urls', c.urls, 'label', c.label, 'tags', c.tags, 'status', c.status,"
     "  'outcome', c.outcome, 'seal_reason', c.seal_reason, 'max_depth', c.max_depth, 'max_urls', c.max_urls,"
-    "  'max_per_host', c.max_per_host,"
+    "  'max_per_host', c.max_per_host, 'host_delay_s', c.host_delay_s,"
     "  'attempts', c.attempts, 'lease_owner', c.lease_owner, 'cancel_requested_at', c.cancel_requested_at,"
     "  'created_at', c.created_at, 'started_at', c.started_at, 'sealed_at', c.sealed_at,"
     "  'paused_at', c.paused_at, 'paused_s', c.paused_s,"
@@ -135,8 +135,16 @@ void print_crawl(const nlohmann::json& c)
                              str(c, "id"), str(c, "label"), str(c, "status"),
                              c["outcome"].is_null() ? "" : " (" + str(c, "outcome") + ")", url_summary(c["urls"]),
                              str(c, "created_at"), str(c, "started_at"), str(c, "sealed_at"));
-    if (!c["max_per_host"].is_null()) {
-        std::cout << fmt::format("per host  at most {} snapshot(s) of one host at once\n", str(c, "max_per_host"));
+    if (!c["max_per_host"].is_null() || !c["host_delay_s"].is_null()) {
+        std::string rules;
+        if (!c["max_per_host"].is_null()) {
+            rules = fmt::format("at most {} snapshot(s) at once", str(c, "max_per_host"));
+        }
+        if (!c["host_delay_s"].is_null()) {
+            rules += fmt::format("{}{} between two starts", rules.empty() ? "" : ", ",
+                                 format_duration(c["host_delay_s"].get<double>()));
+        }
+        std::cout << "per host  " << rules << '\n';
     }
     if (!c["cancel_requested_at"].is_null()) {
         std::cout << "cancel    requested at " << str(c, "cancel_requested_at") << '\n';

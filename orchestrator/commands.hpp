@@ -16,6 +16,7 @@ struct AddOptions {
     int depth = 0;
     std::optional<int> max_urls;
     std::optional<int> max_per_host;
+    std::optional<double> host_delay_s;
     std::optional<int> timeout_s;
     std::string label;
     std::vector<std::string> tags;

@@ -83,11 +83,11 @@ std::string enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl)
     }
     // libpqxx 6.4 has no array parameters: arrays travel as JSON and are unpacked by the server.
     auto r = tx.exec_params1(
-        "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host) "
+        "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host, host_delay_s) "
         "VALUES (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)), $2, $3, $4, $5, "
-        "ARRAY(SELECT jsonb_array_elements_text($6::jsonb)), $7::jsonb, $8) RETURNING id",
+        "ARRAY(SELECT jsonb_array_elements_text($6::jsonb)), $7::jsonb, $8, $9) RETURNING id",
         nlohmann::json(urls).dump(), crawl.max_depth, crawl.max_urls, crawl.timeout_s, crawl.label,
-        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host);
+        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host, crawl.host_delay_s);
     return r[0].as<std::string>();
 }
 

@@ -15,6 +15,7 @@ struct NewCrawl {
     int max_depth = 0;
     std::optional<int> max_urls;
     std::optional<int> max_per_host; // snapshots of one host at once (migrations/0016)
+    std::optional<double> host_delay_s; // seconds between two starts on one host
     std::optional<int> timeout_s;
     std::optional<std::string> label;
     std::vector<std::string> tags;

@@ -17,6 +17,9 @@ void add_crawl_options(CLI::App& cmd, orch::AddOptions& add)
     cmd.add_option("--max-per-host", add.max_per_host,
                    "run at most this many snapshots of one host at once (default: no limit)")
         ->check(CLI::PositiveNumber);
+    cmd.add_option("--host-delay", add.host_delay_s,
+                   "wait at least this many seconds between two snapshots of one host (default: none)")
+        ->check(CLI::Range(0.001, 86400.0));
     cmd.add_option("--timeout", add.timeout_s, "crawl timeout in seconds")->check(CLI::PositiveNumber);
     cmd.add_option("--label", add.label, "a label for the crawl");
     cmd.add_option("--tag", add.tags, "a tag (repeatable)");

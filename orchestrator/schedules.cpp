@@ -42,6 +42,9 @@ std::string add_schedule(pqxx::connection& conn, const std::string& schedule, co
     if (crawl.max_per_host) {
         tmpl["max_per_host"] = *crawl.max_per_host;
     }
+    if (crawl.host_delay_s) {
+        tmpl["host_delay_s"] = *crawl.host_delay_s;
+    }
     if (crawl.label) {
         tmpl["label"] = *crawl.label;
     }
@@ -129,11 +132,12 @@ int enqueue_due_schedules(pqxx::connection& conn)
         auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
         auto r = tx.exec_params(
             "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "
-            " schedule_due_at, max_per_host) "
+            " schedule_due_at, max_per_host, host_delay_s) "
             "SELECT ARRAY(SELECT jsonb_array_elements_text(t->'urls')), coalesce((t->>'max_depth')::int, 0), "
             " (t->>'max_urls')::int, (t->>'timeout_s')::int, t->>'label', "
             " ARRAY(SELECT jsonb_array_elements_text(coalesce(t->'tags', '[]'))), coalesce(t->'config', '{}'), "
-            " $2, to_timestamp($3), (t->>'max_per_host')::int FROM (SELECT $1::jsonb AS t) x "
+            " $2, to_timestamp($3), (t->>'max_per_host')::int, "
+            " (t->>'host_delay_s')::float8 FROM (SELECT $1::jsonb AS t) x "
             "ON CONFLICT (schedule_id, schedule_due_at) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING id",
             tmpl.dump(), id, tick);
         added += static_cast<int>(r.size());

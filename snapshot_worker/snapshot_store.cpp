@@ -92,7 +92,7 @@ std::optional<SnapshotRecord> SnapshotStore::load()
     pqxx::nontransaction tx(m_conn);
     auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
                             "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
-                            "       c.max_per_host "
+                            "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL "
                             "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
                             m_snapshot_id);
     if (r.empty()) {
@@ -111,9 +111,7 @@ std::optional<SnapshotRecord> SnapshotStore::load()
     }
     rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
     rec.crawl_cancelled = row[8].as<bool>();
-    if (!row[9].is_null()) {
-        rec.max_per_host = row[9].as<int>();
-    }
+    rec.host_limited = row[9].as<bool>();
     m_crawl_id = rec.crawl_id;
     return rec;
 }
@@ -302,7 +300,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // the new ones from RETURNING. Our own process row (the claim's owner, $8)
     // is pointed at the claimed snapshot by its key.
     // Two sets of statements: with and without the host gate of a crawl that has a
-    // max_per_host (ClaimScope::host_limited).
+    // per-host rule (ClaimScope::host_limited).
     static const auto make = [](bool host_limited) {
         return process_table::exits_variants([host_limited](std::size_t count) {
         return claim_statement(

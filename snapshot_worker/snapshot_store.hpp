@@ -27,7 +27,7 @@ struct SnapshotRecord {
     std::string status;            // queued | started | sealed
     int max_depth = 0;             // of the crawl
     std::optional<int> max_urls;   // of the crawl
-    std::optional<int> max_per_host; // of the crawl (ClaimScope::host_limited)
+    bool host_limited = false;     // the crawl has per-host rules (ClaimScope::host_limited)
     nlohmann::json crawl_config = nlohmann::json::object();
     bool crawl_cancelled = false;
 };
@@ -80,7 +80,7 @@ public:
     // crawl's next due snapshot with a free lease for the same owner, fenced on
     // `crawl_owner`'s crawl lease; the next snapshot gets its results for
     // `hooks` in the same statement (what ensure_results() returns for it).
-    // `exits` as for seal(). `host_limited`: the crawl has a max_per_host
+    // `exits` as for seal(). `host_limited`: the crawl has per-host rules
     // (ClaimScope::host_limited; the statement then waits for the crawl's claim
     // lock). Throws LeaseLost when the seal finds the lease gone.
     struct SealAndNext {

@@ -201,7 +201,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                     // expired one may belong to a sibling that still runs, which only
                     // the crawl worker knows.
                     auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits(), hooks,
-                                                           snapshot->max_per_host.has_value());
+                                                           snapshot->host_limited);
                     log::info("snapshot sealed", {{"outcome", step.outcome}});
                     next = std::move(step.next);
                     if (next) {
@@ -222,7 +222,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                 // Started on a snapshot that was sealed already: claim the first one here.
                 ClaimScope free_only;
                 free_only.take_expired = false;
-                free_only.host_limited = snapshot->max_per_host.has_value();
+                free_only.host_limited = snapshot->host_limited;
                 auto claims = claim_due_snapshots(conn, crawl_id, *self.parent_id, {self.id}, ttl, free_only);
                 if (!claims.empty()) {
                     next = claims.front();

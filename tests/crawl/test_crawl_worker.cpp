@@ -157,6 +157,35 @@ TEST_CASE("crawl_worker: --max-per-host bounds the snapshots of one host running
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("crawl_worker: --host-delay spaces the starts of one host's snapshots - other hosts go ahead",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("quick", "on_Snapshot__10_quick.sh", "sleep 0.05\n" + succeeded_record("quick"));
+    auto id = f.add_crawl({"http://a.test/1", "http://a.test/2", "http://a.test/3", "http://b.test/1",
+                           "http://b.test/2"},
+                          {"--host-delay", "0.4"});
+    auto q = f.quote(id);
+    auto p = f.run(id, {{"MAX_SNAPSHOT_WORKERS", "4"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
+    // The shortest gap between two starts of one host (a start is the claim's
+    // transaction time, which may precede its wait for the claim lock by a little).
+    auto shortest_gap = [&](const std::string& host) {
+        return std::stod(f.scalar("SELECT min(gap) FROM (SELECT extract(epoch FROM started_at - lag(started_at) "
+                                  "OVER (ORDER BY started_at)) AS gap FROM snapshot WHERE crawl_id = " + q +
+                                  " AND url LIKE 'http://" + host + "/%') g"));
+    };
+    CHECK(shortest_gap("a.test") >= 0.35);
+    CHECK(shortest_gap("b.test") >= 0.35);
+    // b.test's first snapshot did not wait for a.test's.
+    CHECK(std::stod(f.scalar("SELECT abs(extract(epoch FROM (SELECT min(started_at) FROM snapshot WHERE crawl_id = " +
+                             q + " AND url LIKE 'http://a.test/%') - (SELECT min(started_at) FROM snapshot WHERE "
+                             "crawl_id = " + q + " AND url LIKE 'http://b.test/%')))")) < 0.3);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
 TEST_CASE("crawl_worker: a background crawl hook with children is up for every snapshot - gone after the seal",
           "[crawl_worker]")
 {

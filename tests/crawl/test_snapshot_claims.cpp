@@ -504,6 +504,20 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
         // The unlimited statement, for comparison, takes every due row.
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(30), k_ttl).size() == 18);
     }
+    SECTION("host_delay_s: a host's next snapshot only once the delay since its last claim passed")
+    {
+        f.exec("UPDATE crawl SET max_per_host = NULL, host_delay_s = 0.5 WHERE id = " + f.quote(f.crawl_id));
+        auto first = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
+        CHECK(first.size() == 3);
+        CHECK(leased_per_host() == "a.test=1 b.test=1 c.test=1");
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
+        CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim WHERE crawl_id = " + f.quote(f.crawl_id)) == "3");
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        // c.test has nothing left; a.test and b.test one more each.
+        auto second = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
+        CHECK(second.size() == 2);
+        CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
+    }
     SECTION("eight concurrent claimers never lease a third snapshot of a host")
     {
         constexpr int k_claimers = 8;

@@ -125,7 +125,7 @@ TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchest
     CHECK_THAT(refused.err, Catch::Contains("url_allow"));
     CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 0);
 
-    auto added = cli({"schedule", "add", "--every", "@every 1h", "--label", "hourly", "--max-per-host", "3", "--config",
+    auto added = cli({"schedule", "add", "--every", "@every 1h", "--label", "hourly", "--max-per-host", "3", "--host-delay", "1.5", "--config",
                       R"({"url_deny": "/private/"})", "http://sched.test/"});
     INFO(added.err);
     REQUIRE(added.exit_code == 0);
@@ -159,8 +159,8 @@ TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchest
     // Both orchestrators polled several times meanwhile (1 s poll, a crawl takes longer).
     CHECK(f.count("SELECT count(*) FROM crawl WHERE schedule_id = " + qid) == 1);
     CHECK(f.count("SELECT count(*) FROM crawl") == 1);
-    CHECK(f.rows("SELECT c.label, c.urls::text, c.outcome, c.config->>'url_deny', c.max_per_host FROM crawl c") ==
-          std::vector<std::vector<std::string>>{{"hourly", "{http://sched.test/}", "succeeded", "/private/", "3"}});
+    CHECK(f.rows("SELECT c.label, c.urls::text, c.outcome, c.config->>'url_deny', c.max_per_host, c.host_delay_s FROM crawl c") ==
+          std::vector<std::vector<std::string>>{{"hourly", "{http://sched.test/}", "succeeded", "/private/", "3", "1.5"}});
     CHECK(f.count("SELECT count(*) FROM crawl_schedule WHERE last_run_at IS NOT NULL "
                   "AND next_run_at > now() + interval '59 min'") == 1);
     a->signal(SIGTERM);
