@@ -110,12 +110,18 @@ TrialResult run_trial(const TrialOptions& o)
 
     TrialSandbox sandbox("t" + std::to_string(o.index), o.kind == FaultKind::disk_full ? 8L << 20 : 0);
     write_chaos_plugin(sandbox.plugins(), sandbox.records(), o.kind, sandbox.root().string());
+    // Half the crawls have per-host rules over three hosts, so that their claims
+    // (one per statement, under the crawl's claim lock) meet the faults too.
+    const bool polite = std::uniform_int_distribution<int>(0, 1)(rng) == 1;
     std::vector<std::string> urls;
     for (int i = 1; i <= res.urls; ++i) {
-        urls.push_back("http://chaos.test/" + std::to_string(o.index) + "/" + std::to_string(i));
+        const std::string host = polite ? "chaos-" + std::string(1, static_cast<char>('a' + i % 3)) + ".test" : "chaos.test";
+        urls.push_back("http://" + host + "/" + std::to_string(o.index) + "/" + std::to_string(i));
     }
     std::string error;
-    auto crawl = sandbox.add_crawl(urls, error);
+    auto crawl = sandbox.add_crawl(urls, error,
+                                   polite ? std::vector<std::string>{"--max-per-host", "2", "--host-delay", "0.05"}
+                                          : std::vector<std::string>{});
     if (crawl.empty()) {
         res.violations.push_back("setup: " + error);
         return res;
@@ -135,7 +141,7 @@ TrialResult run_trial(const TrialOptions& o)
     auto fault_at = Clock::now();
     auto report = injector.inject(o.kind, first->pid());
     res.injected = report.injected;
-    res.detail = report.detail;
+    res.detail = report.detail + (polite ? "; crawl with --max-per-host 2 --host-delay 0.05 over 3 hosts" : "");
     if (res.daemon) {
         // A daemon never exits by itself: stop it once the crawl is sealed (or after 60 s).
         auto until = Clock::now() + std::chrono::seconds(60);

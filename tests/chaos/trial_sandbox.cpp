@@ -57,10 +57,12 @@ TrialSandbox::~TrialSandbox()
     // Otherwise m_root removes the directory once this body is done.
 }
 
-std::string TrialSandbox::add_crawl(const std::vector<std::string>& urls, std::string& error) const
+std::string TrialSandbox::add_crawl(const std::vector<std::string>& urls, std::string& error,
+                                    const std::vector<std::string>& options) const
 {
     std::vector<std::string> argv = {test::bin_path("orchestrator").string(), "add", "--database-url", db_url(),
                                      "--data-dir", data().string(), "--urls-file", "-"};
+    argv.insert(argv.end(), options.begin(), options.end());
     std::string input;
     for (const auto& u : urls) {
         input += u + "\n";

@@ -33,7 +33,8 @@ public:
     void keep() { m_keep = true; }
 
     // `orchestrator add` of `urls` into this sandbox; returns the crawl id ("" + error on failure).
-    std::string add_crawl(const std::vector<std::string>& urls, std::string& error) const;
+    std::string add_crawl(const std::vector<std::string>& urls, std::string& error,
+                          const std::vector<std::string>& options = {}) const;
 
     // Environment for every orchestrator of the trial (small lease and grace).
     test::EnvChanges orchestrator_env(const test::EnvChanges& extra = {}) const;
