@@ -39,6 +39,14 @@ inline constexpr Setting snapshot_worker_max_snapshots{
     "snapshots one snapshot worker takes before a fresh one replaces it"};
 inline constexpr Setting hook_log_max_bytes{"HOOK_LOG_MAX_BYTES", 64ull << 20, 64ull << 10, 1ull << 40, "bytes",
                                             "all three", "on-disk bound of each child's stdout/stderr log"};
+// Politeness for the crawls that set none of their own (`add --max-per-host`,
+// `--host-delay`): the machine whose workers claim the snapshots applies them
+// (common/host_rules.hpp). 0 is none.
+inline constexpr Setting default_max_per_host{"DEFAULT_MAX_PER_HOST", 0, 0, 10'000, "", "crawl_worker, snapshot_worker",
+                                              "snapshots of one host at once, for crawls without --max-per-host"};
+inline constexpr Setting default_host_delay_ms{"DEFAULT_HOST_DELAY_MS", 0, 0, 3'600'000, "ms",
+                                               "crawl_worker, snapshot_worker",
+                                               "between two starts on one host, for crawls without --host-delay"};
 } // namespace setting
 
 // Every entry above, in README order.

@@ -29,13 +29,16 @@ constexpr const char* k_host_gate =
     "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started' AND o.id <> s.id"
     "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url)"
     "        AND (NOT $6 OR o.lease_expires_at >= now() OR o.lease_owner = ANY($5::uuid[])))"
-    "     < (SELECT coalesce(c.max_per_host, 2147483647) FROM crawl c WHERE c.id = $1) "
+    "     < (SELECT coalesce(c.max_per_host, nullif(current_setting('orch.default_max_per_host', true), '0')::int,"
+    "                        2147483647) FROM crawl c WHERE c.id = $1) "
     // ... and its host's last claim is at least host_delay_s old. The wall clock,
     // not now(): the transaction began before it waited for the claim lock.
     " AND NOT EXISTS (SELECT 1 FROM crawl_host_claim h"
     "                 WHERE h.crawl_id = $1 AND h.host = url_host(s.url)"
     "                   AND h.last_claimed_at > clock_timestamp()"
-    "                       - make_interval(secs => (SELECT coalesce(c.host_delay_s, 0) FROM crawl c WHERE c.id = $1))) ";
+    "                       - make_interval(secs => (SELECT coalesce(c.host_delay_s,"
+    "                           nullif(current_setting('orch.default_host_delay_ms', true), '0')::float8 / 1000, 0)"
+    "                         FROM crawl c WHERE c.id = $1))) ";
 // Notes the claim time of each claimed snapshot's host (a CTE of the same statement).
 constexpr const char* k_host_stamp =
     ", host_claimed AS (INSERT INTO crawl_host_claim (crawl_id, host, last_claimed_at)"

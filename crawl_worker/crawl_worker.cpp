@@ -8,6 +8,7 @@
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
 #include "common/hook_plan.hpp"
+#include "common/host_rules.hpp"
 #include "common/ids.hpp"
 #include "common/lean_exec.hpp"
 #include "common/lease.hpp"
@@ -106,6 +107,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     int max_attempts = read_int_setting(setting::snapshot_max_attempts);
     const auto lease_ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
+    const auto host_rules = machine_host_rules();
+    apply_host_rules(conn, host_rules);
 
     auto machine = detect_machine(optional_machine_id(common));
     set_event_machine_id(machine.id);
@@ -145,6 +148,11 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
 
         CrawlRun::Context ctx;
         ctx.crawl = *store.load();
+        // The machine's default per-host rules govern a crawl that has none of its own.
+        ctx.crawl.host_limited = ctx.crawl.host_limited || host_rules.any();
+        if (!ctx.crawl.host_delay_s) {
+            ctx.crawl.host_delay_s = host_rules.delay_s();
+        }
         ctx.data_dir = data_dir;
         ctx.crawl_dir = data_dir / "crawls" / crawl_id;
         ctx.max_workers = static_cast<std::size_t>(options.max_snapshot_workers);

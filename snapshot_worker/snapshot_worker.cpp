@@ -2,6 +2,7 @@
 
 #include "common/containment.hpp"
 #include "common/database.hpp"
+#include "common/host_rules.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
 #include "common/errors.hpp"
@@ -131,6 +132,10 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     const auto max_log_bytes = hook_log_max_bytes_from_env();
     const int max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
     const auto crawl_id = snapshot->crawl_id;
+    // The machine's default per-host rules govern a crawl that has none of its own.
+    const auto host_rules = machine_host_rules();
+    apply_host_rules(conn, host_rules);
+    snapshot->host_limited = snapshot->host_limited || host_rules.any();
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);

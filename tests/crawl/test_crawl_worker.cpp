@@ -13,6 +13,48 @@
 using namespace orch::test;
 using namespace std::chrono_literals;
 
+namespace {
+
+// A hook that marks itself running under its URL's host, counts the marks (an
+// upper bound of how many of its host run: two starting together see each
+// other) into seen.<host>, and stays 0.4 s.
+void write_host_marking_hook(CrawlFixture& f)
+{
+    const auto running = f.root / "running";
+    f.write_hook("polite", "on_Snapshot__10_polite.sh",
+                 "host=$(printf '%s' \"$url\" | sed -E 's|^[a-z]+://([^/:]+).*|\\1|')\n"
+                 "mkdir -p '" + running.string() + "/'$host\n"
+                 "touch '" + running.string() + "/'$host/$$\n"
+                 "ls '" + running.string() + "/'$host | wc -l >> '" + (f.root / "seen.").string() + "'$host\n"
+                 "sleep 0.4\n"
+                 "rm '" + running.string() + "/'$host/$$\n" + succeeded_record("polite"));
+}
+
+// The most snapshots of `host` the marking hook saw running at once.
+int most_running(CrawlFixture& f, const std::string& host)
+{
+    int most = 0;
+    for (const auto& line : read_lines(f.root / ("seen." + host))) {
+        most = std::max(most, std::stoi(line));
+    }
+    return most;
+}
+
+// 6 URLs of a.test, then 3 of b.test.
+std::vector<std::string> two_host_urls()
+{
+    std::vector<std::string> urls;
+    for (int i = 1; i <= 6; ++i) {
+        urls.push_back("http://a.test/" + std::to_string(i));
+    }
+    for (int i = 1; i <= 3; ++i) {
+        urls.push_back("http://b.test/" + std::to_string(i));
+    }
+    return urls;
+}
+
+} // namespace
+
 TEST_CASE("crawl_worker: a crawl of 20 URLs completes with its process tree recorded", "[crawl_worker]")
 {
     CrawlFixture f;
@@ -108,25 +150,8 @@ TEST_CASE("crawl_worker: --max-per-host bounds the snapshots of one host running
           "[crawl_worker]")
 {
     CrawlFixture f;
-    // Each hook marks itself running under its host, counts the marks (an upper
-    // bound of how many of its host run: two starting together see each other),
-    // and stays 0.4 s.
-    const auto running = f.root / "running";
-    f.write_hook("polite", "on_Snapshot__10_polite.sh",
-                 "host=$(printf '%s' \"$url\" | sed -E 's|^[a-z]+://([^/:]+).*|\\1|')\n"
-                 "mkdir -p '" + running.string() + "/'$host\n"
-                 "touch '" + running.string() + "/'$host/$$\n"
-                 "ls '" + running.string() + "/'$host | wc -l >> '" + (f.root / "seen.").string() + "'$host\n"
-                 "sleep 0.4\n"
-                 "rm '" + running.string() + "/'$host/$$\n" + succeeded_record("polite"));
-    std::vector<std::string> urls;
-    for (int i = 1; i <= 6; ++i) {
-        urls.push_back("http://a.test/" + std::to_string(i));
-    }
-    for (int i = 1; i <= 3; ++i) {
-        urls.push_back("http://b.test/" + std::to_string(i));
-    }
-    auto id = f.add_crawl(urls, {"--max-per-host", "2"});
+    write_host_marking_hook(f);
+    auto id = f.add_crawl(two_host_urls(), {"--max-per-host", "2"});
     auto q = f.quote(id);
     CHECK(f.scalar("SELECT max_per_host FROM crawl WHERE id = " + q) == "2");
 
@@ -136,15 +161,8 @@ TEST_CASE("crawl_worker: --max-per-host bounds the snapshots of one host running
     CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + q) == "succeeded");
 
     // From the OS: never more than 2 of a host at once, and 2 did run together.
-    auto most_of = [&](const std::string& host) {
-        int most = 0;
-        for (const auto& line : read_lines(f.root / ("seen." + host))) {
-            most = std::max(most, std::stoi(line));
-        }
-        return most;
-    };
-    CHECK(most_of("a.test") == 2);
-    CHECK(most_of("b.test") == 2);
+    CHECK(most_running(f, "a.test") == 2);
+    CHECK(most_running(f, "b.test") == 2);
     // From the snapshot rows: the same per host, and up to 4 at once in all (b.test
     // did not wait for a.test).
     auto overlap = [&](const std::string& filter) {
@@ -154,6 +172,36 @@ TEST_CASE("crawl_worker: --max-per-host bounds the snapshots of one host running
     CHECK(overlap(" AND url LIKE 'http://a.test/%'") == 2);
     CHECK(overlap(" AND url LIKE 'http://b.test/%'") == 2);
     CHECK(overlap("") >= 3);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("crawl_worker: DEFAULT_MAX_PER_HOST governs the crawls without --max-per-host - a crawl's own wins",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    write_host_marking_hook(f);
+    auto plain = f.add_crawl(two_host_urls());
+    auto p = f.run(plain, {{"MAX_SNAPSHOT_WORKERS", "4"}, {"DEFAULT_MAX_PER_HOST", "1"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(plain)) == "succeeded");
+    CHECK(most_running(f, "a.test") == 1);
+    CHECK(most_running(f, "b.test") == 1);
+
+    std::filesystem::remove(f.root / "seen.a.test");
+    std::filesystem::remove(f.root / "seen.b.test");
+    auto own = f.add_crawl(two_host_urls(), {"--max-per-host", "2"});
+    auto q = f.run(own, {{"MAX_SNAPSHOT_WORKERS", "4"}, {"DEFAULT_MAX_PER_HOST", "1"}});
+    INFO(q->output());
+    CHECK(q->exit_code() == 0);
+    CHECK(most_running(f, "a.test") == 2);
+
+    // Out of range: refused before the crawl is claimed.
+    auto bad = f.add_crawl({"http://c.test/1"});
+    auto r = f.run(bad, {{"DEFAULT_MAX_PER_HOST", "-1"}});
+    CHECK(r->exit_code() != 0);
+    CHECK(r->output().find("DEFAULT_MAX_PER_HOST") != std::string::npos);
+    CHECK(f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(bad)) == "queued");
     CHECK(f.wait_no_leftovers().empty());
 }
 

@@ -3,6 +3,7 @@
 // not take, attempts, the owner rows, and adoption by the worker (Lease::adopt).
 
 #include "common/errors.hpp"
+#include "common/host_rules.hpp"
 #include "common/lease.hpp"
 #include "common/random_id.hpp"
 #include "common/snapshot_claims.hpp"
@@ -516,6 +517,22 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
         // c.test has nothing left; a.test and b.test one more each.
         auto second = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
         CHECK(second.size() == 2);
+        CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
+    }
+    SECTION("the machine's default rules (session settings) for a crawl without its own - its own win")
+    {
+        f.exec("UPDATE crawl SET max_per_host = NULL WHERE id = " + f.quote(f.crawl_id));
+        apply_host_rules(*f.conn, HostRules{1, 500});
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).size() ==
+              3);
+        CHECK(leased_per_host() == "a.test=1 b.test=1 c.test=1");
+        // The crawl's own max_per_host (3) wins over the machine's 1; the machine's
+        // delay still applies to it (one more of each host once 500 ms passed).
+        f.exec("UPDATE crawl SET max_per_host = 3 WHERE id = " + f.quote(f.crawl_id));
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
+        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).size() ==
+              2);
         CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
     }
     SECTION("eight concurrent claimers never lease a third snapshot of a host")
