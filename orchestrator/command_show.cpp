@@ -38,6 +38,18 @@ constexpr const char* k_crawl_hooks =
     ")::text "
     "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id WHERE s.crawl_id = $1 "
     "GROUP BY ar.plugin, ar.hook_name ORDER BY ar.hook_name";
+// Per host of a crawl with per-host rules: its running and waiting snapshots and
+// its last claim, the busiest 10. Only the unsealed snapshots are read (the claim
+// index's rows), so the cost is that of the work left, not of the crawl's size.
+constexpr const char* k_crawl_hosts =
+    "SELECT jsonb_build_object('host', h.host, 'running', h.running, 'waiting', h.waiting,"
+    "  'last_claimed_at', hc.last_claimed_at)::text "
+    "FROM (SELECT url_host(s.url) AS host,"
+    "        count(*) FILTER (WHERE s.status = 'started' AND s.lease_owner IS NOT NULL) AS running,"
+    "        count(*) FILTER (WHERE s.status = 'queued' OR s.lease_owner IS NULL) AS waiting"
+    "      FROM snapshot s WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') GROUP BY 1) h "
+    "LEFT JOIN crawl_host_claim hc ON hc.crawl_id = $1 AND hc.host = h.host "
+    "ORDER BY h.running DESC, h.waiting DESC, h.host LIMIT 10";
 // The crawl's journal, oldest first (the newest 20).
 const std::string k_crawl_events = std::string("SELECT j FROM (SELECT e.id, ") + k_event_json +
                                    "::text AS j FROM ops.events e WHERE e.crawl_id = $1 "
@@ -164,6 +176,14 @@ void print_crawl(const nlohmann::json& c)
                              str(n, "succeeded"), str(n, "partial"), str(n, "failed"), str(n, "cancelled"),
                              str(n, "timed_out"));
     std::cout << "rate      " << rate_line(c) << '\n';
+    if (c.contains("hosts") && !c["hosts"].empty()) {
+        TextTable hosts({"HOST", "RUNNING", "WAITING", "LAST START"});
+        for (const auto& h : c["hosts"]) {
+            hosts.add_row({str(h, "host"), str(h, "running"), str(h, "waiting"), h["last_claimed_at"].is_string() ? short_timestamp(h["last_claimed_at"].get<std::string>()) : "-"});
+        }
+        std::cout << '\n';
+        hosts.print(std::cout);
+    }
     TextTable table({"HOOK", "PLUGIN", "TOTAL", "OK", "FAILED", "SKIPPED", "NORESULTS", "PENDING", "LAST ERROR"});
     for (const auto& h : c["hooks"]) {
         table.add_row({str(h, "hook_name"), str(h, "plugin"), str(h, "total"), str(h, "succeeded"), str(h, "failed"),
@@ -216,6 +236,7 @@ void command_show(const CommonOptions& options, const ShowOptions& show)
     conn.prepare("show_crawl", k_crawl);
     conn.prepare("show_crawl_hooks", k_crawl_hooks);
     conn.prepare("show_crawl_events", k_crawl_events);
+    conn.prepare("show_crawl_hosts", k_crawl_hosts);
     conn.prepare("show_snapshot", k_snapshot);
     conn.prepare("show_snapshot_hooks", k_snapshot_hooks);
     pqxx::read_transaction tx(conn);
@@ -226,6 +247,9 @@ void command_show(const CommonOptions& options, const ShowOptions& show)
     item["hooks"] = json_rows(tx, crawl ? "show_crawl_hooks" : "show_snapshot_hooks", id);
     if (crawl) {
         item["events"] = json_rows(tx, "show_crawl_events", id);
+        if (!item["max_per_host"].is_null() || !item["host_delay_s"].is_null()) {
+            item["hosts"] = json_rows(tx, "show_crawl_hosts", id);
+        }
     }
     tx.commit();
     if (show.json) {

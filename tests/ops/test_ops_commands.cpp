@@ -277,6 +277,18 @@ TEST_CASE("ops: show crawl and show snapshot with per-hook results - text and JS
     CHECK(j["hooks"][1]["failed"] == 1);
     CHECK(j["hooks"][1]["last_error"] == "boom");
 
+    CHECK_FALSE(j.contains("hosts")); // no per-host rules
+    // With per-host rules: its hosts' running and waiting snapshots (s3 runs on a.test).
+    tree.exec("UPDATE crawl SET max_per_host = 2 WHERE id = '" + c1 + "'");
+    auto ruled = json::parse(tree.run({"show", "crawl", c1, "--json"}).out);
+    REQUIRE(ruled["hosts"].size() == 1);
+    CHECK(ruled["hosts"][0]["host"] == "a.test");
+    CHECK(ruled["hosts"][0]["running"] == 1);
+    CHECK(ruled["hosts"][0]["waiting"] == 0);
+    auto ruled_text = tree.run({"show", "crawl", c1}).out;
+    CHECK(ruled_text.find("per host  at most 2 snapshot(s) at once") != std::string::npos);
+    CHECK(ruled_text.find("a.test  1        0        -") != std::string::npos);
+
     // The CPU its process (h2, on s2) had when it was reaped.
     tree.exec("UPDATE archive_result SET process_id = '" + h2 + "' WHERE snapshot_id = '" + s2 +
               "' AND hook_name = 'on_Snapshot__50_wget'");
