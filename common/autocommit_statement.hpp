@@ -37,20 +37,28 @@ pqxx::result exec_autocommit(pqxx::connection& conn, const std::string& name, co
     return tx.exec_prepared(name, std::forward<Args>(args)...);
 }
 
-// exec_autocommit with parameters known only at run time, their number too
-// (nullopt = SQL NULL).
-inline pqxx::result exec_autocommit_params(pqxx::connection& conn, const std::string& name,
-                                           const std::string& definition,
-                                           const std::vector<std::optional<std::string>>& params)
+// Executes the statement prepared as `name` in `tx` with parameters known only
+// at run time, their number too (nullopt = SQL NULL). Throws what libpqxx throws.
+template <typename Transaction>
+pqxx::result exec_prepared_params(Transaction& tx, const std::string& name,
+                                  const std::vector<std::optional<std::string>>& params)
 {
     std::vector<const char*> values;
     values.reserve(params.size());
     for (const auto& p : params) {
         values.push_back(p ? p->c_str() : nullptr);
     }
+    return tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
+}
+
+// exec_autocommit with parameters known only at run time (exec_prepared_params).
+inline pqxx::result exec_autocommit_params(pqxx::connection& conn, const std::string& name,
+                                           const std::string& definition,
+                                           const std::vector<std::optional<std::string>>& params)
+{
     conn.prepare(name, definition);
     pqxx::nontransaction tx(conn);
-    return tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
+    return exec_prepared_params(tx, name, params);
 }
 
 } // namespace orch

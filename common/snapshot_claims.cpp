@@ -96,18 +96,13 @@ pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const s
     if (!host_limited) {
         return exec_autocommit_params(conn, name, definition, params);
     }
-    std::vector<const char*> values;
-    values.reserve(params.size());
-    for (const auto& p : params) {
-        values.push_back(p ? p->c_str() : nullptr);
-    }
     conn.prepare(name, definition);
     pqxx::work tx(conn);
     // Waited for before the claim statement starts: a READ COMMITTED statement
     // reads the rows as of its own start, so a lock taken inside it would not
     // let it see the claim it waited for.
     tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "orch.snapshot_claim:" + crawl_id);
-    auto r = tx.exec_prepared(name, pqxx::prepare::make_dynamic_params(values));
+    auto r = exec_prepared_params(tx, name, params);
     tx.commit();
     return r;
 }

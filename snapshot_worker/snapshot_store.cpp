@@ -300,23 +300,30 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // the new ones from RETURNING. Our own process row (the claim's owner, $8)
     // is pointed at the claimed snapshot by its key.
     // Two sets of statements: with and without the host gate of a crawl that has a
-    // per-host rule (ClaimScope::host_limited).
-    static const auto make = [](bool host_limited) {
-        return process_table::exits_variants([host_limited](std::size_t count) {
-        return claim_statement(
-            seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11)) + ", ",
-            "AND EXISTS (SELECT 1 FROM sealed)",
-            ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
-            "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text AS results "
-            "  FROM (SELECT hook_name, id, status FROM prepared "
-            "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
-            "        JOIN claimed c ON a.snapshot_id = c.id) r) "
-            "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, next_results",
-            "1", "$8", host_limited);
+    // per-host rule (ClaimScope::host_limited); each is built at its first use.
+    static const auto make = [](bool with_host_gate) {
+        return process_table::exits_variants([with_host_gate](std::size_t count) {
+            return claim_statement(
+                seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11)) + ", ",
+                "AND EXISTS (SELECT 1 FROM sealed)",
+                ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
+                "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text "
+                "  AS results FROM (SELECT hook_name, id, status FROM prepared "
+                "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
+                "        JOIN claimed c ON a.snapshot_id = c.id) r) "
+                "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, "
+                "next_results",
+                "1", "$8", with_host_gate);
         });
     };
-    static const auto sql = make(false);
-    static const auto host_limited_sql = make(true);
+    const auto& statements = [host_limited]() -> const auto& {
+        if (host_limited) {
+            static const auto gated = make(true);
+            return gated;
+        }
+        static const auto plain = make(false);
+        return plain;
+    }();
     ClaimScope free_only;
     free_only.take_expired = false;
     const auto p = claim_parameters(m_crawl_id, crawl_owner, {m_owner}, ttl, free_only);
@@ -324,7 +331,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     auto r = exec_claim(m_conn,
                         "snapshot_store.seal_and_claim_next." + process_table::exits_variant_name(exits.size()) +
                             (host_limited ? ".hosts" : ""),
-                        host_limited ? host_limited_sql[variant] : sql[variant],
+                        statements[variant],
                         seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, held_results(),
                                          hooks_json(hooks)},
                                         exits),
