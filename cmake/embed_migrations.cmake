@@ -1,5 +1,6 @@
 # Turns migrations/NNNN_name.sql into a C++ table, so each binary carries
-# exactly the schema it understands. Run at build time (cmake -P).
+# exactly the schema it understands, with each file's SHA-256 (common/migrate.cpp
+# refuses a database whose applied migrations differ). Run at build time (cmake -P).
 file(GLOB sql_files "${MIGRATIONS_DIR}/[0-9][0-9][0-9][0-9]_*.sql")
 list(SORT sql_files)
 set(body "// Generated from migrations/*.sql by cmake/embed_migrations.cmake. Do not edit.\n")
@@ -11,7 +12,9 @@ foreach(f IN LISTS sql_files)
   string(SUBSTRING "${name}" 0 4 version)
   math(EXPR version "${version}")
   file(READ "${f}" sql)
-  string(APPEND body "        {${version}, \"${name}\", R\"orch_sql(${sql})orch_sql\"},\n")
+  # The digest of the file's bytes, which the raw string below carries unchanged.
+  file(SHA256 "${f}" digest)
+  string(APPEND body "        {${version}, \"${name}\", \"${digest}\", R\"orch_sql(${sql})orch_sql\"},\n")
 endforeach()
 string(APPEND body "    };\n    return k_migrations;\n}\n\n} // namespace orch\n")
 file(WRITE "${OUTPUT}.tmp" "${body}")

@@ -21,6 +21,71 @@ int read_version(pqxx::transaction_base& tx)
     return tx.exec1("SELECT coalesce(max(version), 0) FROM schema_migrations")[0].as<int>();
 }
 
+// The digest column came after the table: a database migrated by an older binary
+// gets it here, empty (verify_applied fills it in).
+void ensure_checksum_column(pqxx::transaction_base& tx)
+{
+    auto has = tx.exec1("SELECT EXISTS (SELECT 1 FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass "
+                        "AND attname = 'checksum' AND NOT attisdropped)");
+    if (!has[0].as<bool>()) {
+        tx.exec0("ALTER TABLE schema_migrations ADD COLUMN checksum text");
+    }
+}
+
+const EmbeddedMigration* embedded(int version)
+{
+    for (const auto& m : embedded_migrations()) {
+        if (m.version == version) {
+            return &m;
+        }
+    }
+    return nullptr;
+}
+
+// Compares each applied migration with this binary's file of the same version.
+// A migration with no recorded digest (applied before digests were kept, or
+// cleared by an operator who checked it) gets this binary's; returns how many.
+// Throws SchemaMismatch naming every migration whose name or digest differs:
+// the database was built from other SQL than this binary's, and nothing says
+// which tables, columns or statements that changed.
+int verify_applied(pqxx::transaction_base& tx)
+{
+    int recorded = 0;
+    std::vector<std::string> changed;
+    int first_changed = 0;
+    for (const auto& row : tx.exec("SELECT version, name, checksum FROM schema_migrations ORDER BY version")) {
+        const int version = row[0].as<int>();
+        const auto name = row[1].as<std::string>();
+        const auto* mine = embedded(version);
+        if (mine == nullptr || name != mine->name) {
+            changed.push_back(fmt::format("version {} was applied as {}, this binary has {}", version, name,
+                                          mine == nullptr ? "no such migration" : mine->name));
+        } else if (row[2].is_null()) {
+            tx.exec_params0("UPDATE schema_migrations SET checksum = $2 WHERE version = $1", version, mine->sha256);
+            ++recorded;
+            continue;
+        } else if (row[2].as<std::string>() != mine->sha256) {
+            changed.push_back(fmt::format("{} was changed after it was applied (applied sha256 {}, this binary's {})",
+                                          name, row[2].as<std::string>().substr(0, 12),
+                                          std::string(mine->sha256).substr(0, 12)));
+        } else {
+            continue;
+        }
+        if (first_changed == 0) {
+            first_changed = version;
+        }
+    }
+    if (!changed.empty()) {
+        throw SchemaMismatch(fmt::format(
+            "the database's applied migrations differ from this binary's: {}. Its schema may not be what this "
+            "binary expects. Use binaries built from the migrations that were applied; or, once you have checked "
+            "that the database matches this binary's file, clear the recorded digest (UPDATE schema_migrations "
+            "SET checksum = NULL WHERE version = {}) and run `orchestrator migrate` to record the new one",
+            fmt::join(changed, "; "), first_changed));
+    }
+    return recorded;
+}
+
 std::string newer_message(int db_version)
 {
     return fmt::format("the database schema is at version {}, newer than this binary understands (version {}); "
@@ -43,24 +108,32 @@ MigrationReport apply_migrations(pqxx::connection& conn)
     tx.exec0("CREATE TABLE IF NOT EXISTS schema_migrations ("
              " version integer PRIMARY KEY,"
              " name text NOT NULL,"
-             " applied_at timestamptz NOT NULL DEFAULT now())");
+             " applied_at timestamptz NOT NULL DEFAULT now(),"
+             " checksum text)");
+    ensure_checksum_column(tx);
     MigrationReport report;
     report.from_version = read_version(tx);
     if (report.from_version > latest_known_version()) {
         throw SchemaMismatch(newer_message(report.from_version));
     }
+    report.checksums_recorded = verify_applied(tx);
     for (const auto& m : embedded_migrations()) {
         if (m.version <= report.from_version) {
             continue;
         }
         tx.exec0(m.sql);
-        tx.exec_params0("INSERT INTO schema_migrations (version, name) VALUES ($1, $2)", m.version, m.name);
+        tx.exec_params0("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)", m.version,
+                        m.name, m.sha256);
         report.applied.emplace_back(m.name);
     }
     tx.commit();
     report.to_version = report.applied.empty() ? report.from_version : latest_known_version();
     for (const auto& name : report.applied) {
         log::info("applied migration", {{"migration", name}});
+    }
+    if (report.checksums_recorded > 0) {
+        log::info("recorded the digests of migrations applied without one",
+                  {{"migrations", std::to_string(report.checksums_recorded)}});
     }
     return report;
 }

@@ -8,6 +8,7 @@ namespace orch {
 struct EmbeddedMigration {
     int version;
     const char* name;
+    const char* sha256; // of the file's bytes, lower-case hex
     const char* sql;
 };
 

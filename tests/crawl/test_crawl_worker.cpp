@@ -231,6 +231,8 @@ TEST_CASE("crawl_worker: --host-delay spaces the starts of one host's snapshots 
     CHECK(std::stod(f.scalar("SELECT abs(extract(epoch FROM (SELECT min(started_at) FROM snapshot WHERE crawl_id = " +
                              q + " AND url LIKE 'http://a.test/%') - (SELECT min(started_at) FROM snapshot WHERE "
                              "crawl_id = " + q + " AND url LIKE 'http://b.test/%')))")) < 0.3);
+    // The claim times lived as long as the crawl ran (migration 0017).
+    CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim WHERE crawl_id = " + q) == "0");
     CHECK(f.wait_no_leftovers().empty());
 }
 

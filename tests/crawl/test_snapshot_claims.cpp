@@ -518,6 +518,18 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
         auto second = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
         CHECK(second.size() == 2);
         CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
+        // The crawl's seal drops its claim times (migration 0017), and only its own.
+        f.exec("INSERT INTO crawl (urls) VALUES (ARRAY['http://other.test/'])");
+        f.exec("INSERT INTO crawl_host_claim (crawl_id, host, last_claimed_at) "
+               "SELECT id, 'other.test', now() FROM crawl WHERE id <> " + f.quote(f.crawl_id));
+        f.exec("UPDATE crawl SET status = 'started', modified_at = now() WHERE id = " + f.quote(f.crawl_id));
+        CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim WHERE crawl_id = " + f.quote(f.crawl_id)) == "3");
+        f.exec("UPDATE snapshot SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), lease_owner = NULL, "
+               "lease_expires_at = NULL WHERE crawl_id = " + f.quote(f.crawl_id));
+        f.exec("UPDATE crawl SET status = 'sealed', outcome = 'succeeded', sealed_at = now(), lease_owner = NULL, "
+               "lease_expires_at = NULL WHERE id = " + f.quote(f.crawl_id));
+        CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim WHERE crawl_id = " + f.quote(f.crawl_id)) == "0");
+        CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim") == "1");
     }
     SECTION("the machine's default rules (session settings) for a crawl without its own - its own win")
     {

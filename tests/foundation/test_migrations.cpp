@@ -132,3 +132,76 @@ TEST_CASE("workers refuse a database that was never migrated", "[migrations]")
     CHECK(r.exit_code == 5);
     CHECK(r.err.find("orchestrator migrate") != std::string::npos);
 }
+
+TEST_CASE("each applied migration's digest is kept - a changed one is refused until an operator clears it",
+          "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    apply_migrations(*conn);
+    {
+        // The digest the build computed is that of the SQL the binary carries and applied.
+        pqxx::read_transaction tx(*conn);
+        for (const auto& m : embedded_migrations()) {
+            INFO(m.name);
+            auto row = tx.exec_params1("SELECT checksum, encode(sha256(convert_to($2, 'UTF8')), 'hex') "
+                                       "FROM schema_migrations WHERE version = $1",
+                                       m.version, std::string(m.sql));
+            CHECK(row[0].as<std::string>() == m.sha256);
+            CHECK(row[1].as<std::string>() == m.sha256);
+        }
+    }
+    const std::string victim = embedded_migrations().at(2).name;
+    {
+        pqxx::work tx(*conn);
+        tx.exec0("UPDATE schema_migrations SET checksum = repeat('ab', 32) WHERE version = 3");
+        tx.commit();
+    }
+    CHECK_THROWS_AS(apply_migrations(*conn), SchemaMismatch);
+    CHECK_THROWS_WITH(apply_migrations(*conn), Catch::Contains(victim + " was changed after it was applied") &&
+                                                   Catch::Contains("WHERE version = 3"));
+    // The command says the same and exits with the schema-mismatch code.
+    ScratchDir data("orch-mig-");
+    auto r = run_command({bin_path("orchestrator").string(), "migrate", "--database-url", db.url(), "--data-dir",
+                          data.path().string()});
+    INFO(r.err);
+    CHECK(r.exit_code == 5);
+    CHECK(r.err.find(victim + " was changed after it was applied") != std::string::npos);
+    // A migration applied under another name is refused too.
+    {
+        pqxx::work tx(*conn);
+        tx.exec0("UPDATE schema_migrations SET checksum = NULL, name = '0003_something_else' WHERE version = 3");
+        tx.commit();
+    }
+    CHECK_THROWS_WITH(apply_migrations(*conn), Catch::Contains("version 3 was applied as 0003_something_else"));
+    // The way out the message names: a cleared digest is recorded again.
+    {
+        pqxx::work tx(*conn);
+        tx.exec_params0("UPDATE schema_migrations SET name = $1 WHERE version = 3", victim);
+        tx.commit();
+    }
+    auto report = apply_migrations(*conn);
+    CHECK(report.checksums_recorded == 1);
+    CHECK(report.applied.empty());
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT checksum FROM schema_migrations WHERE version = 3")[0].as<std::string>() ==
+          embedded_migrations().at(2).sha256);
+}
+
+TEST_CASE("a database migrated before digests were kept gets them at the next migrate", "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    apply_migrations(*conn);
+    {
+        pqxx::work tx(*conn);
+        tx.exec0("ALTER TABLE schema_migrations DROP COLUMN checksum");
+        tx.commit();
+    }
+    auto report = apply_migrations(*conn);
+    CHECK(report.applied.empty());
+    CHECK(report.checksums_recorded == static_cast<int>(embedded_migrations().size()));
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT count(*) FROM schema_migrations WHERE checksum IS NOT NULL")[0].as<std::size_t>() ==
+          embedded_migrations().size());
+}
