@@ -29,7 +29,7 @@ void command_prune(const CommonOptions& options, const PruneOptions& prune)
     auto db = open_ops_database(options, true);
     auto& conn = db.conn();
     conn.prepare("prune_count", fmt::format("SELECT count(*) FROM process p WHERE {}", k_candidates));
-    // Children of a deleted row keep their history; parent_id becomes NULL (ON DELETE SET NULL).
+    // Children of a deleted row keep their history; parent_id becomes NULL (trigger process_unparent).
     conn.prepare("prune_batch", fmt::format("DELETE FROM process WHERE id IN ("
                                             "  SELECT p.id FROM process p WHERE {} LIMIT $2 FOR UPDATE SKIP LOCKED) "
                                             "RETURNING stdout_path, stderr_path",

@@ -118,15 +118,39 @@ TEST_CASE("a deleted crawl snapshot or result leaves its process rows with the l
     tx.exec_params0("INSERT INTO process (machine_id, process_type, crawl_id, snapshot_id, archive_result_id) "
                     "VALUES ('m1', 'hook', $1, $2, $3), ('m1', 'hook', $1, NULL, NULL)",
                     crawl, snapshot, result);
+    // A second result of the snapshot, and a snapshot of the crawl with its own
+    // result: they go with their snapshot (0018's trigger, ON DELETE CASCADE before).
+    tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) VALUES ($1, 'p', 'p/other')",
+                    snapshot);
+    const auto second = tx.exec_params1("INSERT INTO snapshot (crawl_id, url) VALUES ($1, 'http://b.test/') "
+                                        "RETURNING id", crawl)[0].as<std::string>();
+    tx.exec_params0("INSERT INTO archive_result (snapshot_id, plugin, hook_name) VALUES ($1, 'p', 'p/h')", second);
+    const auto results = [&](const std::string& of) {
+        return tx.exec_params1("SELECT count(*) FROM archive_result WHERE snapshot_id = $1", of)[0].as<int>();
+    };
     tx.exec_params0("DELETE FROM archive_result WHERE id = $1", result);
     CHECK(labelled("archive_result_id") == 0);
     CHECK(labelled("snapshot_id") == 1);
+    CHECK(results(snapshot) == 1);
     tx.exec_params0("DELETE FROM snapshot WHERE id = $1", snapshot);
     CHECK(labelled("snapshot_id") == 0);
     CHECK(labelled("crawl_id") == 2);
+    CHECK(results(snapshot) == 0);
+    CHECK(results(second) == 1);
     tx.exec_params0("DELETE FROM crawl WHERE id = $1", crawl);
     CHECK(labelled("crawl_id") == 0);
     CHECK(labelled("*") == 2);
+    CHECK(results(second) == 0);
+    CHECK(tx.exec1("SELECT count(*) FROM archive_result")[0].as<int>() == 0);
+    // A deleted process leaves its children without a parent (ON DELETE SET NULL
+    // before 0018), in the same statement, whoever else that statement deletes.
+    const auto parent =
+        tx.exec1("INSERT INTO process (machine_id, process_type) VALUES ('m1', 'cli') RETURNING id")[0].as<std::string>();
+    tx.exec_params0("INSERT INTO process (machine_id, process_type, parent_id) VALUES ('m1', 'hook', $1), "
+                    "('m1', 'hook', $1)", parent);
+    tx.exec_params0("DELETE FROM process WHERE id = $1", parent);
+    CHECK(tx.exec_params1("SELECT count(*) FROM process WHERE parent_id = $1", parent)[0].as<int>() == 0);
+    CHECK(labelled("*") == 4);
     tx.commit();
     {
         pqxx::work refused(*conn);
