@@ -38,18 +38,12 @@ constexpr const char* k_crawl_hooks =
     ")::text "
     "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id WHERE s.crawl_id = $1 "
     "GROUP BY ar.plugin, ar.hook_name ORDER BY ar.hook_name";
-// Per host of a crawl with per-host rules: its running and waiting snapshots and
-// its last claim, the busiest 10. Only the unsealed snapshots are read (the claim
-// index's rows), so the cost is that of the work left, not of the crawl's size.
+// Per host of a crawl with per-host rules (ops.crawl_hosts, migration 0019): its
+// running and waiting snapshots and its last claim, the busiest 10.
 constexpr const char* k_crawl_hosts =
-    "SELECT jsonb_build_object('host', h.host, 'running', h.running, 'waiting', h.waiting,"
-    "  'last_claimed_at', hc.last_claimed_at)::text "
-    "FROM (SELECT url_host(s.url) AS host,"
-    "        count(*) FILTER (WHERE s.status = 'started' AND s.lease_owner IS NOT NULL) AS running,"
-    "        count(*) FILTER (WHERE s.status = 'queued' OR s.lease_owner IS NULL) AS waiting"
-    "      FROM snapshot s WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') GROUP BY 1) h "
-    "LEFT JOIN crawl_host_claim hc ON hc.crawl_id = $1 AND hc.host = h.host "
-    "ORDER BY h.running DESC, h.waiting DESC, h.host LIMIT 10";
+    "SELECT jsonb_build_object('host', host, 'running', running, 'waiting', waiting,"
+    "  'last_claimed_at', last_claimed_at)::text "
+    "FROM ops.crawl_hosts WHERE crawl_id = $1 ORDER BY running DESC, waiting DESC, host LIMIT 10";
 // The crawl's journal, oldest first (the newest 20).
 const std::string k_crawl_events = std::string("SELECT j FROM (SELECT e.id, ") + k_event_json +
                                    "::text AS j FROM ops.events e WHERE e.crawl_id = $1 "
