@@ -6,6 +6,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <climits>
+
 namespace orch {
 namespace {
 
@@ -94,6 +97,70 @@ std::string newer_message(int db_version)
 }
 
 } // namespace
+
+const char* kind_name(MigrationState::Kind kind)
+{
+    switch (kind) {
+    case MigrationState::Kind::applied: return "applied";
+    case MigrationState::Kind::unrecorded: return "applied, no digest yet";
+    case MigrationState::Kind::changed: return "CHANGED since applied";
+    case MigrationState::Kind::renamed: return "RENAMED";
+    case MigrationState::Kind::unknown: return "UNKNOWN to this binary";
+    case MigrationState::Kind::pending: return "pending";
+    }
+    return "pending";
+}
+
+bool refused(MigrationState::Kind kind)
+{
+    return kind == MigrationState::Kind::changed || kind == MigrationState::Kind::renamed ||
+           kind == MigrationState::Kind::unknown;
+}
+
+std::vector<MigrationState> migration_status(pqxx::connection& conn)
+{
+    pqxx::read_transaction tx(conn);
+    pqxx::result rows;
+    if (tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>()) {
+        // Through to_jsonb: a database of an older binary has no digest column yet.
+        rows = tx.exec("SELECT version, name, to_jsonb(applied_at) #>> '{}', to_jsonb(m) ->> 'checksum' "
+                       "FROM schema_migrations m ORDER BY version");
+    }
+    std::vector<MigrationState> out;
+    std::size_t row = 0;
+    const auto& mine = embedded_migrations();
+    std::size_t next = 0;
+    while (row < rows.size() || next < mine.size()) {
+        const int db_version = row < rows.size() ? rows[row][0].as<int>() : INT_MAX;
+        const int my_version = next < mine.size() ? mine[next].version : INT_MAX;
+        MigrationState m;
+        m.version = std::min(db_version, my_version);
+        if (my_version <= db_version) {
+            m.name = mine[next].name;
+            m.sha256 = mine[next].sha256;
+            ++next;
+        }
+        if (db_version <= my_version) {
+            const auto& r = rows[row++];
+            m.applied_at = r[2].as<std::string>();
+            m.recorded_sha256 = r[3].is_null() ? "" : r[3].as<std::string>();
+            const auto applied_as = r[1].as<std::string>();
+            if (m.name.empty()) {
+                m.name = applied_as;
+                m.kind = MigrationState::Kind::unknown;
+            } else if (applied_as != m.name) {
+                m.applied_as = applied_as;
+                m.kind = MigrationState::Kind::renamed;
+            } else if (m.recorded_sha256.empty()) {
+                m.kind = MigrationState::Kind::unrecorded;
+            } else {
+                m.kind = m.recorded_sha256 == m.sha256 ? MigrationState::Kind::applied : MigrationState::Kind::changed;
+            }
+        }
+        out.push_back(std::move(m));
+    }
+    return out;
+}
 
 int latest_known_version()
 {

@@ -27,6 +27,34 @@ int latest_known_version();
 // propagate.
 MigrationReport apply_migrations(pqxx::connection& conn);
 
+// One migration as the database and this binary know it (migration_status).
+struct MigrationState {
+    enum class Kind {
+        applied,    // applied, with this binary's name and digest
+        unrecorded, // applied without a digest: the next apply_migrations records it
+        changed,    // applied with another digest than this binary's file
+        renamed,    // applied under another name than this binary's file of that version
+        unknown,    // applied, and this binary has no migration of that version
+        pending,    // this binary's, not applied yet
+    };
+    int version = 0;
+    std::string name;                // this binary's, or the database's for `unknown`
+    Kind kind = Kind::pending;
+    std::string applied_as;          // the database's name, for `renamed`
+    std::string applied_at;          // as PostgreSQL prints it; empty when pending
+    std::string recorded_sha256;     // the database's digest; empty when none
+    std::string sha256;              // this binary's; empty for `unknown`
+};
+const char* kind_name(MigrationState::Kind kind);
+// True for the kinds apply_migrations refuses (changed, renamed, unknown).
+bool refused(MigrationState::Kind kind);
+
+// Every migration of the database and of this binary, by version, compared as
+// apply_migrations would compare them, without writing anything (one read-only
+// transaction). A database never migrated gives every migration pending. pqxx
+// errors propagate.
+std::vector<MigrationState> migration_status(pqxx::connection& conn);
+
 // The database's schema version; 0 when it was never migrated.
 int schema_version(pqxx::connection& conn);
 

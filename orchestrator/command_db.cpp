@@ -4,8 +4,10 @@
 #include "common/embedded_postgres.hpp"
 #include "common/errors.hpp"
 #include "common/migrate.hpp"
+#include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include <iostream>
 
@@ -21,6 +23,52 @@ void command_migrate(const CommonOptions& options)
     } else {
         std::cout << fmt::format("migrated schema from version {} to {} ({})\n", report.from_version,
                                  report.to_version, fmt::join(report.applied, ", "));
+    }
+}
+
+void command_migrate_status(const CommonOptions& options, bool json)
+{
+    auto data_dir = prepare_data_dir(options);
+    auto db = Database::open(options, data_dir);
+    const auto states = migration_status(db.conn());
+    int pending = 0;
+    std::vector<std::string> refused_names;
+    TextTable table({"VERSION", "NAME", "STATE", "APPLIED", "SHA256"});
+    for (const auto& m : states) {
+        pending += m.kind == MigrationState::Kind::pending;
+        if (refused(m.kind)) {
+            refused_names.push_back(m.name);
+        }
+        if (json) {
+            nlohmann::json j{{"version", m.version}, {"name", m.name}, {"state", kind_name(m.kind)},
+                             {"refused", refused(m.kind)}};
+            j["applied_at"] = m.applied_at.empty() ? nlohmann::json() : nlohmann::json(m.applied_at);
+            j["applied_as"] = m.applied_as.empty() ? nlohmann::json() : nlohmann::json(m.applied_as);
+            j["recorded_sha256"] = m.recorded_sha256.empty() ? nlohmann::json() : nlohmann::json(m.recorded_sha256);
+            j["sha256"] = m.sha256.empty() ? nlohmann::json() : nlohmann::json(m.sha256);
+            std::cout << j.dump() << '\n';
+            continue;
+        }
+        auto state = std::string(kind_name(m.kind));
+        if (!m.applied_as.empty()) {
+            state += " (applied as " + m.applied_as + ")";
+        }
+        if (m.kind == MigrationState::Kind::changed) {
+            state += " (applied " + m.recorded_sha256.substr(0, 12) + ")";
+        }
+        table.add_row({std::to_string(m.version), m.name, state,
+                       m.applied_at.empty() ? "-" : short_timestamp(m.applied_at),
+                       m.sha256.empty() ? "-" : m.sha256.substr(0, 12)});
+    }
+    if (!json) {
+        table.print(std::cout);
+        std::cout << fmt::format("\n{} applied, {} pending{}\n", states.size() - static_cast<std::size_t>(pending),
+                                 pending, pending > 0 && refused_names.empty() ? ": run `orchestrator migrate`" : "");
+    }
+    if (!refused_names.empty()) {
+        throw SchemaMismatch(fmt::format("the database's applied migrations differ from this binary's ({}): "
+                                         "`orchestrator migrate` refuses it",
+                                         fmt::join(refused_names, ", ")));
     }
 }
 

@@ -37,6 +37,10 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
 
 // Applies pending migrations; prints what it did.
 void command_migrate(const CommonOptions& options);
+// `migrate --status`: prints every migration of the database and of this binary
+// and its state (one JSON object per line with `json`), applying nothing. Throws
+// SchemaMismatch after printing when apply_migrations would refuse the database.
+void command_migrate_status(const CommonOptions& options, bool json);
 
 // Stores one crawl and prints its id on stdout. Throws InvalidInput, before
 // connecting, for URLs or a crawl config the workers would refuse.

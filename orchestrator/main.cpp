@@ -62,6 +62,12 @@ int main(int argc, char** argv)
         ->envname("METRICS_LISTEN");
 
     auto* migrate = app.add_subcommand("migrate", "apply database migrations");
+    bool migrate_status = false;
+    bool migrate_json = false;
+    auto* status_flag = migrate->add_flag(
+        "--status", migrate_status,
+        "list the migrations of the database and of this binary and their state; apply nothing (exit 5 if refused)");
+    migrate->add_flag("--json", migrate_json, "with --status: one JSON object per line")->needs(status_flag);
 
     AddOptions add;
     auto* add_cmd = app.add_subcommand("add", "add one crawl of the given URLs; prints its id");
@@ -110,7 +116,11 @@ int main(int argc, char** argv)
             return *rc;
         }
         if (*migrate) {
-            command_migrate(common);
+            if (migrate_status) {
+                command_migrate_status(common, migrate_json);
+            } else {
+                command_migrate(common);
+            }
             return 0;
         }
         if (*add_cmd) {

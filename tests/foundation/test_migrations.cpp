@@ -6,6 +6,10 @@
 #include "tests/support/scratch_dir.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include <sstream>
 
 #include <sys/wait.h>
 #include <unistd.h>
@@ -204,4 +208,85 @@ TEST_CASE("a database migrated before digests were kept gets them at the next mi
     pqxx::read_transaction tx(*conn);
     CHECK(tx.exec1("SELECT count(*) FROM schema_migrations WHERE checksum IS NOT NULL")[0].as<std::size_t>() ==
           embedded_migrations().size());
+}
+
+TEST_CASE("migrate --status lists each migration's state without applying anything - exit 5 when migrate would "
+          "refuse",
+          "[migrations]")
+{
+    ScratchDatabase db(false);
+    ScratchDir data("orch-mig-");
+    auto status = [&](bool json = false) {
+        std::vector<std::string> argv{bin_path("orchestrator").string(), "migrate", "--status", "--database-url",
+                                      db.url(), "--data-dir", data.path().string()};
+        if (json) {
+            argv.push_back("--json");
+        }
+        return run_command(argv);
+    };
+    const auto total = embedded_migrations().size();
+    // Never migrated: everything pending, and still nothing applied afterwards.
+    auto fresh = status();
+    INFO(fresh.out << fresh.err);
+    CHECK(fresh.exit_code == 0);
+    CHECK(fresh.out.find(fmt::format("0 applied, {} pending: run `orchestrator migrate`", total)) !=
+          std::string::npos);
+    auto conn = db.connect();
+    CHECK(schema_version(*conn) == 0);
+
+    apply_migrations(*conn);
+    {
+        // An older binary's database (no digests), a changed file, a version from the future.
+        pqxx::work tx(*conn);
+        tx.exec0("ALTER TABLE schema_migrations DROP COLUMN checksum");
+        tx.commit();
+    }
+    auto old = status();
+    INFO(old.out << old.err);
+    CHECK(old.exit_code == 0);
+    CHECK(old.out.find("applied, no digest yet") != std::string::npos);
+    CHECK(old.out.find(fmt::format("{} applied, 0 pending", total)) != std::string::npos);
+    {
+        pqxx::read_transaction tx(*conn);
+        // Read only: the column is still missing.
+        CHECK(tx.exec1("SELECT count(*) FROM pg_attribute WHERE attrelid = 'schema_migrations'::regclass "
+                       "AND attname = 'checksum' AND NOT attisdropped")[0].as<int>() == 0);
+    }
+    apply_migrations(*conn);
+    {
+        pqxx::work tx(*conn);
+        tx.exec0("UPDATE schema_migrations SET checksum = repeat('cd', 32) WHERE version = 2");
+        tx.exec_params0("INSERT INTO schema_migrations (version, name) VALUES ($1, '9999_from_the_future')",
+                        latest_known_version() + 1);
+        tx.commit();
+    }
+    auto bad = status();
+    INFO(bad.out << bad.err);
+    CHECK(bad.exit_code == 5);
+    CHECK(bad.out.find("CHANGED since applied (applied cdcdcdcdcdcd)") != std::string::npos);
+    CHECK(bad.out.find("9999_from_the_future") != std::string::npos);
+    CHECK(bad.out.find("UNKNOWN to this binary") != std::string::npos);
+    CHECK(bad.err.find(std::string(embedded_migrations().at(1).name) + ", 9999_from_the_future") !=
+          std::string::npos);
+    auto as_json = status(true);
+    CHECK(as_json.exit_code == 5);
+    std::istringstream lines(as_json.out);
+    std::size_t count = 0;
+    int refused_rows = 0;
+    for (std::string line; std::getline(lines, line);) {
+        auto j = nlohmann::json::parse(line);
+        ++count;
+        refused_rows += j.at("refused").get<bool>();
+        if (j.at("version") == 2) {
+            CHECK(j.at("state") == "CHANGED since applied");
+            std::string recorded;
+            for (int i = 0; i < 32; ++i) {
+                recorded += "cd";
+            }
+            CHECK(j.at("recorded_sha256") == recorded);
+            CHECK(j.at("sha256") == embedded_migrations().at(1).sha256);
+        }
+    }
+    CHECK(count == total + 1);
+    CHECK(refused_rows == 2);
 }
