@@ -35,91 +35,11 @@ void ensure_checksum_column(pqxx::transaction_base& tx)
     }
 }
 
-const EmbeddedMigration* embedded(int version)
+// Every migration of the database (read in `tx`) and of this binary, by version,
+// and how they compare: the one comparison behind migration_status and
+// apply_migrations' check.
+std::vector<MigrationState> compare_migrations(pqxx::transaction_base& tx)
 {
-    for (const auto& m : embedded_migrations()) {
-        if (m.version == version) {
-            return &m;
-        }
-    }
-    return nullptr;
-}
-
-// Compares each applied migration with this binary's file of the same version.
-// A migration with no recorded digest (applied before digests were kept, or
-// cleared by an operator who checked it) gets this binary's; returns how many.
-// Throws SchemaMismatch naming every migration whose name or digest differs:
-// the database was built from other SQL than this binary's, and nothing says
-// which tables, columns or statements that changed.
-int verify_applied(pqxx::transaction_base& tx)
-{
-    int recorded = 0;
-    std::vector<std::string> changed;
-    int first_changed = 0;
-    for (const auto& row : tx.exec("SELECT version, name, checksum FROM schema_migrations ORDER BY version")) {
-        const int version = row[0].as<int>();
-        const auto name = row[1].as<std::string>();
-        const auto* mine = embedded(version);
-        if (mine == nullptr || name != mine->name) {
-            changed.push_back(fmt::format("version {} was applied as {}, this binary has {}", version, name,
-                                          mine == nullptr ? "no such migration" : mine->name));
-        } else if (row[2].is_null()) {
-            tx.exec_params0("UPDATE schema_migrations SET checksum = $2 WHERE version = $1", version, mine->sha256);
-            ++recorded;
-            continue;
-        } else if (row[2].as<std::string>() != mine->sha256) {
-            changed.push_back(fmt::format("{} was changed after it was applied (applied sha256 {}, this binary's {})",
-                                          name, row[2].as<std::string>().substr(0, 12),
-                                          std::string(mine->sha256).substr(0, 12)));
-        } else {
-            continue;
-        }
-        if (first_changed == 0) {
-            first_changed = version;
-        }
-    }
-    if (!changed.empty()) {
-        throw SchemaMismatch(fmt::format(
-            "the database's applied migrations differ from this binary's: {}. Its schema may not be what this "
-            "binary expects. Use binaries built from the migrations that were applied; or, once you have checked "
-            "that the database matches this binary's file, clear the recorded digest (UPDATE schema_migrations "
-            "SET checksum = NULL WHERE version = {}) and run `orchestrator migrate` to record the new one",
-            fmt::join(changed, "; "), first_changed));
-    }
-    return recorded;
-}
-
-std::string newer_message(int db_version)
-{
-    return fmt::format("the database schema is at version {}, newer than this binary understands (version {}); "
-                       "upgrade the orchestrator binaries",
-                       db_version, latest_known_version());
-}
-
-} // namespace
-
-const char* kind_name(MigrationState::Kind kind)
-{
-    switch (kind) {
-    case MigrationState::Kind::applied: return "applied";
-    case MigrationState::Kind::unrecorded: return "applied, no digest yet";
-    case MigrationState::Kind::changed: return "CHANGED since applied";
-    case MigrationState::Kind::renamed: return "RENAMED";
-    case MigrationState::Kind::unknown: return "UNKNOWN to this binary";
-    case MigrationState::Kind::pending: return "pending";
-    }
-    return "pending";
-}
-
-bool refused(MigrationState::Kind kind)
-{
-    return kind == MigrationState::Kind::changed || kind == MigrationState::Kind::renamed ||
-           kind == MigrationState::Kind::unknown;
-}
-
-std::vector<MigrationState> migration_status(pqxx::connection& conn)
-{
-    pqxx::read_transaction tx(conn);
     pqxx::result rows;
     if (tx.exec1("SELECT to_regclass('schema_migrations') IS NOT NULL")[0].as<bool>()) {
         // Through to_jsonb: a database of an older binary has no digest column yet.
@@ -160,6 +80,89 @@ std::vector<MigrationState> migration_status(pqxx::connection& conn)
         out.push_back(std::move(m));
     }
     return out;
+}
+
+// Records this binary's digest for each applied migration that has none
+// (applied before digests were kept, or cleared by an operator who checked it);
+// returns how many. Throws SchemaMismatch naming every applied migration whose
+// name or digest differs from this binary's file of that version, or that this
+// binary does not have: the database was built from other SQL than this
+// binary's, and nothing says which tables, columns or statements that changed.
+int verify_applied(pqxx::transaction_base& tx)
+{
+    int recorded = 0;
+    std::vector<std::string> refused_ones;
+    int first_refused = 0;
+    for (const auto& m : compare_migrations(tx)) {
+        switch (m.kind) {
+        case MigrationState::Kind::unrecorded:
+            tx.exec_params0("UPDATE schema_migrations SET checksum = $2 WHERE version = $1", m.version, m.sha256);
+            ++recorded;
+            continue;
+        case MigrationState::Kind::changed:
+            refused_ones.push_back(fmt::format("{} was changed after it was applied (applied sha256 {}, this "
+                                               "binary's {})",
+                                               m.name, m.recorded_sha256.substr(0, 12), m.sha256.substr(0, 12)));
+            break;
+        case MigrationState::Kind::renamed:
+            refused_ones.push_back(
+                fmt::format("version {} was applied as {}, this binary has {}", m.version, m.applied_as, m.name));
+            break;
+        case MigrationState::Kind::unknown:
+            refused_ones.push_back(fmt::format("version {} was applied as {}, this binary has no such migration",
+                                               m.version, m.name));
+            break;
+        case MigrationState::Kind::applied:
+        case MigrationState::Kind::pending:
+            continue;
+        }
+        if (first_refused == 0) {
+            first_refused = m.version;
+        }
+    }
+    if (!refused_ones.empty()) {
+        throw SchemaMismatch(fmt::format(
+            "the database's applied migrations differ from this binary's: {}. Its schema may not be what this "
+            "binary expects. Use binaries built from the migrations that were applied; or, once you have checked "
+            "that the database matches this binary's file, clear the recorded digest (UPDATE schema_migrations "
+            "SET checksum = NULL WHERE version = {}) and run `orchestrator migrate` to record the new one",
+            fmt::join(refused_ones, "; "), first_refused));
+    }
+    return recorded;
+}
+
+std::string newer_message(int db_version)
+{
+    return fmt::format("the database schema is at version {}, newer than this binary understands (version {}); "
+                       "upgrade the orchestrator binaries",
+                       db_version, latest_known_version());
+}
+
+} // namespace
+
+const char* kind_name(MigrationState::Kind kind)
+{
+    switch (kind) {
+    case MigrationState::Kind::applied: return "applied";
+    case MigrationState::Kind::unrecorded: return "applied, no digest yet";
+    case MigrationState::Kind::changed: return "CHANGED since applied";
+    case MigrationState::Kind::renamed: return "RENAMED";
+    case MigrationState::Kind::unknown: return "UNKNOWN to this binary";
+    case MigrationState::Kind::pending: return "pending";
+    }
+    return "pending";
+}
+
+bool refused(MigrationState::Kind kind)
+{
+    return kind == MigrationState::Kind::changed || kind == MigrationState::Kind::renamed ||
+           kind == MigrationState::Kind::unknown;
+}
+
+std::vector<MigrationState> migration_status(pqxx::connection& conn)
+{
+    pqxx::read_transaction tx(conn);
+    return compare_migrations(tx);
 }
 
 int latest_known_version()

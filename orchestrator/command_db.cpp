@@ -40,12 +40,15 @@ void command_migrate_status(const CommonOptions& options, bool json)
             refused_names.push_back(m.name);
         }
         if (json) {
-            nlohmann::json j{{"version", m.version}, {"name", m.name}, {"state", kind_name(m.kind)},
-                             {"refused", refused(m.kind)}};
-            j["applied_at"] = m.applied_at.empty() ? nlohmann::json() : nlohmann::json(m.applied_at);
-            j["applied_as"] = m.applied_as.empty() ? nlohmann::json() : nlohmann::json(m.applied_as);
-            j["recorded_sha256"] = m.recorded_sha256.empty() ? nlohmann::json() : nlohmann::json(m.recorded_sha256);
-            j["sha256"] = m.sha256.empty() ? nlohmann::json() : nlohmann::json(m.sha256);
+            auto or_null = [](const std::string& v) { return v.empty() ? nlohmann::json() : nlohmann::json(v); };
+            nlohmann::json j{{"version", m.version},
+                             {"name", m.name},
+                             {"state", kind_name(m.kind)},
+                             {"refused", refused(m.kind)},
+                             {"applied_at", or_null(m.applied_at)},
+                             {"applied_as", or_null(m.applied_as)},
+                             {"recorded_sha256", or_null(m.recorded_sha256)},
+                             {"sha256", or_null(m.sha256)}};
             std::cout << j.dump() << '\n';
             continue;
         }

@@ -173,7 +173,9 @@ void print_crawl(const nlohmann::json& c)
     if (c.contains("hosts") && !c["hosts"].empty()) {
         TextTable hosts({"HOST", "RUNNING", "WAITING", "LAST START"});
         for (const auto& h : c["hosts"]) {
-            hosts.add_row({str(h, "host"), str(h, "running"), str(h, "waiting"), h["last_claimed_at"].is_string() ? short_timestamp(h["last_claimed_at"].get<std::string>()) : "-"});
+            const auto& last = h["last_claimed_at"];
+            hosts.add_row({str(h, "host"), str(h, "running"), str(h, "waiting"),
+                           last.is_string() ? short_timestamp(last.get<std::string>()) : "-"});
         }
         std::cout << '\n';
         hosts.print(std::cout);

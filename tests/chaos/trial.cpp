@@ -160,7 +160,9 @@ TrialResult run_trial(const TrialOptions& o)
     auto fault_at = Clock::now();
     auto report = injector.inject(o.kind, first->pid());
     res.injected = report.injected;
-    res.detail = report.detail + (polite ? "; crawl with --max-per-host 2 --host-delay 0.05 over 3 hosts" : "");
+    res.detail = report.detail + (polite ? "; crawl with --max-per-host " + std::to_string(k_polite_max_per_host) +
+                                               " --host-delay 0.05 over 3 hosts"
+                                         : "");
     if (res.daemon) {
         // A daemon never exits by itself: stop it once the crawl is sealed (or after 60 s).
         auto until = Clock::now() + std::chrono::seconds(60);
