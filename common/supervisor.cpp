@@ -138,6 +138,12 @@ bool Supervisor::is_running(const std::string& row_id) const
     return m_trees.count(row_id) != 0;
 }
 
+bool Supervisor::left_processes(const std::string& row_id) const
+{
+    const auto it = m_trees.find(row_id);
+    return it != m_trees.end() && it->second->leader_exit() && !it->second->claimed && !it->second->empty();
+}
+
 std::vector<std::string> Supervisor::running() const
 {
     std::vector<std::string> ids;

@@ -184,6 +184,13 @@ public:
     void write_held_exits();
 
     bool is_running(const std::string& row_id) const;
+    // True when the process has exited but left processes behind in its tree
+    // (a hook that backgrounded a child, or one that double-forked) and no
+    // wait() or teardown() has claimed it yet. A foreground owner then calls
+    // wait(row_id, 0ms): the leftovers are killed and the outcome is the
+    // leader's own, not a timeout. Only reads the tree's membership when the
+    // leader has exited, which an empty tree does not outlive.
+    bool left_processes(const std::string& row_id) const;
     std::vector<std::string> running() const;
     ContainmentMode containment_mode() const noexcept { return m_containment.mode(); }
     const Containment& containment() const noexcept { return m_containment; }

@@ -182,6 +182,11 @@ bool CrawlRun::run_hooks(const std::vector<CrawlHook>& hooks, const char* event)
                 m_hook_exits[row].timed_out = true;
                 break;
             }
+            if (m_supervisor.left_processes(row)) {
+                // Exited, leaving processes behind: those are killed, the hook is done.
+                m_hook_exits[row] = m_supervisor.wait(row, std::chrono::milliseconds(0), m_ctx.teardown_grace);
+                break;
+            }
             pump(deadline);
         }
         if (m_hook_exits.count(row) == 0) {

@@ -113,6 +113,7 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
                 }
                 wait_for_events(earliest);
                 collect_finished();
+                end_leftovers();
             }
         }
         // Rows of hooks a stop kept from starting are closed (not_started).
@@ -232,6 +233,22 @@ void SnapshotRun::wait_for_events(Clock::time_point deadline)
         if (!m_lease.renew(m_conn)) {
             throw LeaseLost(fmt::format("lost the lease on snapshot {}", m_ctx.snapshot.id));
         }
+    }
+}
+
+void SnapshotRun::end_leftovers()
+{
+    // A foreground hook is done when its own process exits: what it left
+    // behind is killed at once (Supervisor::wait logs it), and its result is
+    // the one it reported, not a timeout after waiting for the leftovers.
+    std::vector<std::string> done;
+    for (const auto& [row, r] : m_running) {
+        if (!r.background && m_supervisor.left_processes(row)) {
+            done.push_back(row);
+        }
+    }
+    for (const auto& row : done) {
+        finish(row, m_supervisor.wait(row, std::chrono::milliseconds(0), m_ctx.teardown_grace));
     }
 }
 

@@ -70,6 +70,8 @@ private:
     void reserve_rows(const std::vector<PlannedHook>& hooks);
     void wait_for_events(std::chrono::steady_clock::time_point until);
     void collect_finished();
+    // Foreground hooks that exited but left processes behind: ended now (see Supervisor::left_processes).
+    void end_leftovers();
     void finish(const std::string& row_id, const ProcessOutcome& outcome);
     void record(const PlannedHook& planned, const std::optional<ProcessOutcome>& outcome, const std::string& row_id,
                 const std::string& start_error);

@@ -338,6 +338,50 @@ while :; do sleep 0.1; done
     }
 }
 
+TEST_CASE("snapshot_worker: a foreground hook that exits leaving processes behind keeps its result - the leftovers "
+          "are killed at once",
+          "[snapshot_worker]")
+{
+    auto containment = GENERATE(as<std::string>{}, "", "fallback");
+    WorkerFixture f;
+    f.containment = containment;
+    INFO("containment: " << (containment.empty() ? "probed" : containment));
+    auto snap = f.add_simple_snapshot();
+    // A timeout far above what the run may take: waiting for the leftovers until
+    // it fires (the old behaviour) would fail the timing check and the status.
+    f.write_config("lv", R"({"timeout": 60})");
+    auto pids = f.file("left_pids").string();
+    f.write_hook("lv", "on_Snapshot__10_leaves.sh",
+                 "sleep 300 &\necho $! >> '" + pids + "'\nsetsid sleep 301 &\necho $! >> '" + pids + "'\n" +
+                     "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\",\"output_str\":\"left two\"}'\n");
+    f.write_hook("lv", "on_Snapshot__20_next.sh", "echo '" + k_succeeded + "'\n");
+
+    const auto t0 = std::chrono::steady_clock::now();
+    auto w = f.run_worker(snap);
+    INFO(w->err());
+    REQUIRE(w->exit_code() == 0);
+    const auto took = std::chrono::steady_clock::now() - t0;
+    CHECK(took < 30s);
+    auto r = f.results(snap);
+    CHECK(r["on_Snapshot__10_leaves.sh"].status == "succeeded");
+    CHECK(r["on_Snapshot__10_leaves.sh"].output_str == "left two");
+    CHECK(r["on_Snapshot__20_next.sh"].status == "succeeded");
+    CHECK(f.scalar("SELECT exit_code::text || ' ' || end_reason FROM process "
+                   "WHERE hook_name = 'lv/on_Snapshot__10_leaves.sh'") == "0 exited");
+    CHECK(w->err().find("killing leftovers of exited process") != std::string::npos);
+
+    auto left = f.wait_no_leftovers();
+    INFO(::Catch::Detail::stringify(left));
+    CHECK(left.empty());
+    auto children = read_lines(pids);
+    CHECK(children.size() == 2);
+    for (const auto& pid : children) {
+        INFO(pid);
+        auto stat = read_text("/proc/" + pid + "/stat");
+        CHECK((stat.empty() || stat.find(") Z") != std::string::npos));
+    }
+}
+
 TEST_CASE("snapshot_worker: discovered URLs become child snapshots at depth+1 - filtered and deduplicated",
           "[snapshot_worker]")
 {
