@@ -93,16 +93,21 @@ Lease::Clock::time_point Lease::next_renewal() const
     return m_renewed + m_ttl / 3;
 }
 
-bool Lease::release(pqxx::connection& conn)
+bool Lease::release(pqxx::connection& conn, std::chrono::seconds retry_after)
 {
     pqxx::work tx(conn);
     auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
-                                        " retry_at = now(), modified_at = now() "
+                                        " retry_at = now() + make_interval(secs => $3), modified_at = now() "
                                         "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
                                         table_name(m_table)),
-                            m_item_id, m_owner);
+                            m_item_id, m_owner, static_cast<double>(retry_after.count()));
     tx.commit();
     return !r.empty();
+}
+
+std::chrono::seconds failure_backoff(int failures)
+{
+    return std::chrono::seconds(std::min(300, 2 << std::clamp(failures - 1, 0, 8)));
 }
 
 std::chrono::seconds lease_ttl_from_env()

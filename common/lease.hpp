@@ -49,8 +49,10 @@ public:
     bool renewal_due(Clock::time_point now = Clock::now()) const;
     // When the next renewal is due.
     Clock::time_point next_renewal() const;
-    // Gives the item back, due now, so another worker can resume it. False if already lost.
-    bool release(pqxx::connection& conn);
+    // Gives the item back so another worker can resume it: due now, or after
+    // `retry_after` (a worker giving up after a failure must not have its item
+    // claimed again at once, in a hot loop). False if already lost.
+    bool release(pqxx::connection& conn, std::chrono::seconds retry_after = std::chrono::seconds(0));
 
     const std::string& item_id() const { return m_item_id; }
     const std::string& owner() const { return m_owner; }
@@ -71,5 +73,10 @@ private:
 // Lease TTL from LEASE_TTL (seconds, 2..3600), default 30 s. Throws ConfigError
 // for any other value (env_setting.hpp).
 std::chrono::seconds lease_ttl_from_env();
+
+// How long an item waits after its `failures`-th failed run before it is due
+// again: 2, 4, 8 ... 300 s. The orchestrator applies it to a crawl worker that
+// died, the crawl worker to its own crawl when it gives up after an error.
+std::chrono::seconds failure_backoff(int failures);
 
 } // namespace orch

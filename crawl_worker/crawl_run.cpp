@@ -78,7 +78,9 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
         if (m_stopping == Stop::signal || m_stopping == Stop::refused || m_stopping == Stop::paused) {
             stop_workers();
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
-            m_lease.release(m_conn);
+            // A refused configuration will be refused again: not due at once.
+            m_lease.release(m_conn, m_stopping == Stop::refused ? failure_backoff(m_lease.attempts())
+                                                                : std::chrono::seconds(0));
             const std::map<Stop, std::pair<std::string, std::string>> releases = {
                 {Stop::signal, {"signal", "stop requested (signal)"}},
                 {Stop::refused, {"configuration refused", m_stop_reason}},

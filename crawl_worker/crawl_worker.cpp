@@ -40,7 +40,9 @@ void give_back_after_failure(pqxx::connection& conn, std::optional<Lease>& lease
 {
     try {
         if (lease) {
-            lease->release(conn);
+            // Not due at once: the orchestrator would claim it again before it has
+            // even reaped us, and a failure that repeats would loop hot.
+            lease->release(conn, failure_backoff(lease->attempts()));
         }
         close_self(conn, self, to_int(code));
     } catch (const std::exception& e) {

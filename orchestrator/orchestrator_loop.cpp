@@ -4,6 +4,7 @@
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
 #include "common/lean_exec.hpp"
+#include "common/lease.hpp"
 #include "common/log.hpp"
 #include "common/sd_notify.hpp"
 #include "common/self_registration.hpp"
@@ -174,7 +175,7 @@ void OrchestratorLoop::on_worker_exit(const ProcessOutcome& outcome)
     // Back off before recovery frees the lease: recovery would make the crawl due
     // at once, and a worker that fails at start would be respawned in a hot loop.
     const int failures = ++m_failures[crawl_id];
-    const auto backoff = std::chrono::seconds(std::min(300, 2 << std::min(failures - 1, 8)));
+    const auto backoff = failure_backoff(failures);
     release_crawl(m_conn, crawl_id, outcome.row_id, backoff);
     log::warn("crawl worker failed; retrying later",
               {{"crawl", crawl_id}, {"failures", std::to_string(failures)},

@@ -43,9 +43,11 @@ void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const st
                    std::chrono::seconds backoff)
 {
     pqxx::work tx(conn);
+    // The worker may have given the crawl back itself before exiting (with its
+    // own, shorter back-off): the back-off still applies, but never shortens one.
     tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
-                    " retry_at = now() + make_interval(secs => $3), modified_at = now() "
-                    "WHERE id = $1 AND lease_owner = $2 AND status <> 'sealed'",
+                    " retry_at = greatest(retry_at, now() + make_interval(secs => $3)), modified_at = now() "
+                    "WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL) AND status <> 'sealed'",
                     crawl_id, owner, static_cast<double>(backoff.count()));
     tx.commit();
 }

@@ -216,6 +216,48 @@ TEST_CASE("orchestrator: a crawl whose worker keeps failing is retried with grow
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("orchestrator: a crawl worker that fails after its claim gives the crawl back with a backoff - no hot loop",
+          "[orchestrator][backoff]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    auto bad = f.add_crawl({"http://bad-dir.test/"});
+    // The real crawl worker claims the crawl, then cannot make its directory (a
+    // file is in the way, under the data directory this wrapper gives it) and
+    // gives the crawl back itself before exiting 1.
+    auto blocked = f.root.path() / "blocked-data";
+    std::filesystem::create_directories(blocked / "crawls");
+    std::ofstream(blocked / "crawls" / bad) << "not a directory";
+    auto dir = f.root.path() / "bin-blocked-crawl-worker";
+    std::filesystem::create_directories(dir);
+    std::ofstream(dir / "crawl_worker") << "#!/bin/bash\nargs=()\nwhile [ $# -gt 0 ]; do\n"
+                                        << "  if [ \"$1\" = --data-dir ]; then args+=(--data-dir '" << blocked.string()
+                                        << "'); shift 2; else args+=(\"$1\"); shift; fi\ndone\nexec '"
+                                        << bin_path("crawl_worker").string() << "' \"${args[@]}\"\n";
+    std::filesystem::permissions(dir / "crawl_worker", std::filesystem::perms::owner_all);
+    std::filesystem::create_symlink(bin_path("snapshot_worker"), dir / "snapshot_worker");
+    auto worker_rows = [&] {
+        return f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + f.quote(bad));
+    };
+    auto d = f.start({"--daemon"}, "machine-a", std::nullopt, {{"ORCH_BIN_DIR", dir.string()}});
+    REQUIRE(f.wait_registered(d->pid()));
+    REQUIRE(eventually([&] { return worker_rows() >= 1; }, 10s));
+    std::this_thread::sleep_for(8s);
+    // Released due at once, it was claimed again before its worker was even
+    // reaped: dozens of workers in these seconds.
+    auto spawned = worker_rows();
+    MEASURE("crawl failing after its claim: " << spawned << " crawl_worker spawns in ~8 s of daemon time");
+    CHECK(spawned >= 2);
+    CHECK(spawned <= 4);
+    CHECK(f.scalar("SELECT attempts FROM crawl WHERE id = " + f.quote(bad)) == std::to_string(spawned));
+    CHECK(f.scalar("SELECT status <> 'sealed' AND lease_owner IS NULL AND retry_at > now() FROM crawl "
+                   "WHERE id = " + f.quote(bad)) == "t");
+    d->signal(SIGTERM);
+    REQUIRE(d->wait_for(10s));
+    CHECK(d->exit_code() == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
 TEST_CASE("orchestrator: a crawl whose own configuration is refused is paused - not retried - and resumes once fixed",
           "[orchestrator][backoff]")
 {
