@@ -20,22 +20,28 @@ std::string ms(Clock::duration d)
     return std::to_string(std::chrono::duration_cast<milliseconds>(d).count());
 }
 
-// Phase 1 for one tree. SIGCONT follows SIGTERM so a stopped process can act on it.
-void send_term(const SupervisedTree& tree, TermTarget target)
+// Phase 1 for one tree. SIGCONT follows SIGTERM so a stopped process can act
+// on it. Returns true when every member got the signal, false when only the
+// leader did.
+bool send_term(const SupervisedTree& tree, TermTarget target)
 {
-    if (target == TermTarget::leader && tree.signal_leader(SIGTERM)) {
+    // A leader that has exited but is not reaped yet is a zombie: the kernel
+    // accepts the signal, yet nobody is left to pass it on to the children.
+    if (target == TermTarget::leader && !tree.leader().has_exited() && tree.signal_leader(SIGTERM)) {
         tree.signal_leader(SIGCONT);
-        return;
+        return false;
     }
     // No leader left to pass the signal on: every member gets it.
     tree.signal_tree(SIGTERM);
     tree.signal_tree(SIGCONT);
+    return true;
 }
 
 struct TeardownEntry {
     std::string row_id;
     Clock::time_point deadline;
     Clock::time_point give_up = Clock::time_point::max();
+    bool tree_termed = false; // every member has had its SIGTERM
     bool done = false;
 };
 
@@ -147,13 +153,19 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
         const auto budget = std::min<Clock::duration>(remaining, cap);
         entries.push_back({id, t0 + budget});
     }
+    // Leaders that exited since the last events are reaped first, so phase 1
+    // sees them gone and signals their trees instead.
+    handle_events();
     // Phase 1: every tree at once, so the total is the largest deadline, not the sum.
-    for (const auto& entry : entries) {
+    for (auto& entry : entries) {
         SupervisedTree* tree = find(entry.row_id);
+        if (!tree) {
+            continue; // ended just now; phase 2 collects it from m_done
+        }
         log::info("teardown phase 1: SIGTERM", {{"process", entry.row_id}, {"name", tree->name()},
                                                 {"pid", std::to_string(tree->pid())},
                                                 {"deadline_ms", ms(entry.deadline - t0)}});
-        send_term(*tree, term_target);
+        entry.tree_termed = send_term(*tree, term_target);
     }
     // Phase 2: wait for each tree (every member, not just the leader) until
     // its own deadline; phase 3: SIGKILL what is still populated then.
@@ -191,6 +203,16 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                 finish(*tree, true);
                 entry.done = true;
                 continue;
+            }
+            if (!tree->killed && !entry.tree_termed && tree->leader_exit() && now < entry.deadline) {
+                // The leader got the SIGTERM and is gone (a shell dies of it
+                // without passing it on): the rest of the tree gets its own
+                // chance to stop before its deadline, not just the SIGKILL.
+                log::info("teardown: leader gone, SIGTERM to the rest of the tree",
+                          {{"process", entry.row_id}, {"name", tree->name()}, {"elapsed_ms", ms(now - t0)}});
+                tree->signal_tree(SIGTERM);
+                tree->signal_tree(SIGCONT);
+                entry.tree_termed = true;
             }
             if (!tree->killed && now >= entry.deadline) {
                 log::info("teardown phase 3: SIGKILL tree", {{"process", entry.row_id}, {"name", tree->name()},

@@ -162,3 +162,73 @@ TEST_CASE("ten trees with different remaining timeouts: total is the largest - n
     CHECK(total < 4s);   // the sum of the timeouts is 13 s
     CHECK(total > 1.5s);
 }
+
+namespace {
+
+// A child that stops on SIGTERM and leaves `marker` as proof it got one.
+std::string term_marking_child(const std::filesystem::path& marker)
+{
+    return "trap 'echo term > " + marker.string() + "; exit 0' TERM; echo ready; while :; do sleep 0.05; done";
+}
+
+char proc_state(pid_t pid)
+{
+    const auto stat = read_file_tail("/proc/" + std::to_string(pid) + "/stat");
+    const auto paren = stat.rfind(')');
+    return paren == std::string::npos || paren + 2 >= stat.size() ? '?' : stat[paren + 2];
+}
+
+} // namespace
+
+TEST_CASE("leader dies of SIGTERM: the rest of its tree gets SIGTERM - not just the SIGKILL", "[teardown]")
+{
+    const bool fallback = GENERATE(false, true);
+    INFO("mode " << mode_name(fallback));
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    const auto marker = fx.dir / "child.term";
+    // sh has no TERM handler: it dies of the signal and passes nothing on.
+    const auto wrapper = sup.launch(
+        fx.request({"sh", "-c", "sh -c \"$1\" & wait", "wrapper", term_marking_child(marker)}, "wrapper"));
+    const auto log = fx.column(wrapper.row_id, "stdout_path");
+    REQUIRE(eventually([&] { return read_file_tail(log).find("ready") != std::string::npos; }));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto outcomes = sup.teardown({wrapper.row_id}, 5s);
+    const auto total = std::chrono::steady_clock::now() - t0;
+    REQUIRE(outcomes.size() == 1);
+    CHECK(std::filesystem::exists(marker));
+    CHECK(outcomes[0].exit_code == 143);
+    CHECK_FALSE(outcomes[0].killed);
+    CHECK(outcomes[0].tree_empty);
+    CHECK(fx.column(wrapper.row_id, "end_reason") == "exited");
+    CHECK(total < 2500ms); // not the whole grace
+    CHECK(pids_with_cookie(fx.column(wrapper.row_id, "cookie")).empty());
+}
+
+TEST_CASE("leader exited but not reaped yet: phase 1 signals the whole tree", "[teardown]")
+{
+    const bool fallback = GENERATE(false, true);
+    INFO("mode " << mode_name(fallback));
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    const auto marker = fx.dir / "child.term";
+    const auto leader = sup.launch(
+        fx.request({"sh", "-c", "sh -c \"$1\" &", "leader", term_marking_child(marker)}, "leader"));
+    const auto log = fx.column(leader.row_id, "stdout_path");
+    REQUIRE(eventually([&] { return read_file_tail(log).find("ready") != std::string::npos; }));
+    // No events are processed until the teardown: the leader stays a zombie,
+    // which still accepts a signal through its pidfd.
+    REQUIRE(eventually([&] { return proc_state(leader.pid) == 'Z'; }));
+
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto outcomes = sup.teardown({leader.row_id}, 5s);
+    const auto total = std::chrono::steady_clock::now() - t0;
+    REQUIRE(outcomes.size() == 1);
+    CHECK(std::filesystem::exists(marker));
+    CHECK(outcomes[0].exit_code == 0);
+    CHECK_FALSE(outcomes[0].killed);
+    CHECK(outcomes[0].tree_empty);
+    CHECK(total < 2500ms);
+    CHECK(pids_with_cookie(fx.column(leader.row_id, "cookie")).empty());
+}
