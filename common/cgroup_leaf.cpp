@@ -2,6 +2,7 @@
 
 #include "common/errors.hpp"
 #include "common/log.hpp"
+#include "common/pidfd.hpp"
 
 #include <chrono>
 #include <csignal>
@@ -127,6 +128,23 @@ std::vector<pid_t> CgroupLeaf::members() const
     return pids;
 }
 
+bool CgroupLeaf::contains(pid_t pid) const
+{
+    // The leaf's last two path components (supervisor row, hook row) are
+    // UUIDs, so a suffix match on a line of /proc/<pid>/cgroup is exact, in
+    // the cgroup2 line ("0::/...") as in the freezer's ("N:freezer:/...").
+    const std::string suffix = "/" + m_dir.parent_path().filename().string() + "/" + m_dir.filename().string();
+    // The process may exit while we read: read_file makes that "not in it".
+    std::istringstream in(read_file("/proc/" + std::to_string(pid) + "/cgroup"));
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.size() >= suffix.size() && line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0) {
+            return true;
+        }
+    }
+    return false;
+}
+
 bool CgroupLeaf::populated() const
 {
     if (m_kind == Kind::cgroup2) {
@@ -156,14 +174,22 @@ void CgroupLeaf::kill() const
     // the list is being killed; the SIGKILLs land when the cgroup thaws.
     write_file(m_dir / "freezer.state", "FROZEN");
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(2);
-    while (read_file(m_dir / "freezer.state").find("FROZEN") != 0 &&
+    bool frozen = false;
+    while (!(frozen = read_file(m_dir / "freezer.state").find("FROZEN") == 0) &&
            std::chrono::steady_clock::now() < deadline) {
         std::this_thread::sleep_for(std::chrono::milliseconds(1));
     }
-    // Cgroup membership is kernel-held, so these pids cannot have been reused
-    // by processes outside the leaf while it is frozen.
     for (pid_t pid : members()) {
-        ::kill(pid, SIGKILL);
+        if (frozen) {
+            // A frozen member cannot exit, so its pid cannot be freed and
+            // reused between reading cgroup.procs and this kill.
+            ::kill(pid, SIGKILL);
+        } else if (auto pidfd = Pidfd::open(pid); pidfd && contains(pid)) {
+            // Still FREEZING: a member may exit and its pid be reused after
+            // the list was read. The pidfd pins whichever process has the pid
+            // now, and it is signalled only if that one is in the leaf.
+            pidfd->send_signal(SIGKILL);
+        }
     }
     write_file(m_dir / "freezer.state", "THAWED");
 }

@@ -45,6 +45,11 @@ public:
 
     // Pids in the leaf now (may include zombies on some kernels).
     std::vector<pid_t> members() const;
+    // True if process `pid` is in this leaf now, read from /proc/<pid>/cgroup
+    // (false once it has exited). A pid from members() may have been reused
+    // by the time it is opened: open a pidfd first, then check this, and
+    // signal through the pidfd only if it holds.
+    bool contains(pid_t pid) const;
     // True while any process is in the leaf. Non-blocking.
     bool populated() const;
     // SIGKILLs every process in the leaf, including ones forking right now:

@@ -47,9 +47,12 @@ void signal_orphan(Orphan& orphan, int sig)
             orphan.found_any |= orphan.leaf->populated();
             orphan.leaf->kill();
         } else {
-            // Leaf membership is kernel-held; the pidfd pins the member for the signal.
+            // A member may exit and its pid be reused between reading
+            // cgroup.procs and the open: the pidfd pins whichever process has
+            // the pid now, and it is signalled only if that one is in the leaf.
             for (pid_t pid : orphan.leaf->members()) {
-                if (auto pidfd = Pidfd::open(pid); pidfd && pidfd->send_signal(sig)) {
+                auto pidfd = Pidfd::open(pid);
+                if (pidfd && orphan.leaf->contains(pid) && pidfd->send_signal(sig)) {
                     pidfd->send_signal(SIGCONT);
                     orphan.found_any = true;
                 }

@@ -1,9 +1,6 @@
 #include "common/supervised_tree.hpp"
 
-#include "common/fd.hpp"
-
 #include <csignal>
-#include <sstream>
 
 namespace orch {
 
@@ -33,23 +30,6 @@ bool SupervisedTree::signal_leader(int sig) const
     return !m_exit && m_leader.send_signal(sig);
 }
 
-bool SupervisedTree::in_leaf(pid_t pid) const
-{
-    // The leaf's last two path components (supervisor row, hook row) are
-    // UUIDs, so a suffix match on /proc/<pid>/cgroup is exact.
-    const std::string suffix =
-        "/" + m_leaf->path().parent_path().filename().string() + "/" + m_leaf->path().filename().string();
-    // The process may exit while we read: read_whole_file makes that "not in it".
-    std::istringstream in(read_whole_file("/proc/" + std::to_string(pid) + "/cgroup").value_or(std::string()));
-    std::string line;
-    while (std::getline(in, line)) {
-        if (line.size() >= suffix.size() && line.compare(line.size() - suffix.size(), suffix.size(), suffix) == 0) {
-            return true;
-        }
-    }
-    return false;
-}
-
 std::size_t SupervisedTree::signal_tree(int sig) const
 {
     if (!m_leaf) {
@@ -57,8 +37,10 @@ std::size_t SupervisedTree::signal_tree(int sig) const
     }
     std::size_t count = 0;
     for (pid_t pid : m_leaf->members()) {
+        // The pid may have been reused since cgroup.procs was read: the
+        // membership check after the open proves the pidfd names a member.
         auto pidfd = Pidfd::open(pid);
-        if (pidfd && in_leaf(pid) && pidfd->send_signal(sig)) {
+        if (pidfd && m_leaf->contains(pid) && pidfd->send_signal(sig)) {
             ++count;
         }
     }

@@ -68,8 +68,6 @@ public:
     bool owner_logs = false; // LaunchRequest::owner_logs
 
 private:
-    bool in_leaf(pid_t pid) const;
-
     std::string m_row_id;
     std::string m_name;
     Pidfd m_leader;

@@ -187,3 +187,68 @@ TEST_CASE("pid reuse and other boots are never signalled by recovery or teardown
     stop_sentinel(reused);
     stop_sentinel(sentinel);
 }
+
+namespace {
+
+// Spawns `sh -c script` that first moves itself into the cgroup `leaf_dir`.
+pid_t spawn_into_leaf(const std::filesystem::path& leaf_dir, const std::string& script)
+{
+    std::vector<std::string> args{"sh", "-c", "echo $$ > \"$1\" && exec sh -c \"$2\"", "sh",
+                                  (leaf_dir / "cgroup.procs").string(), script};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), environ) == 0);
+    return pid;
+}
+
+} // namespace
+
+TEST_CASE("recovery SIGTERMs the members of a dead supervisor's leaf through membership-checked pidfds", "[recovery]")
+{
+    SupervisionFixture fx;
+    const auto containment = Containment::probe(fx.options(false).containment);
+    if (!containment.uses_cgroups()) {
+        WARN("no cgroup containment here: nothing to test");
+        return;
+    }
+    // A supervisor row whose process is gone.
+    const auto dead = random_uuid();
+    {
+        pqxx::work tx(*fx.conn);
+        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
+                 tx.quote(dead) + ", " + tx.quote(fx.machine.id) + ", 'worker', 'running', 999999, " +
+                 tx.quote(read_boot_id()) + ", 1)");
+        tx.commit();
+    }
+    {
+        // contains(): what recovery checks after opening a member's pidfd.
+        auto leaf = containment.create_leaf(dead, random_uuid());
+        const pid_t member = spawn_into_leaf(leaf.path(), "exec sleep 300");
+        REQUIRE(eventually([&] { return leaf.contains(member); }));
+        CHECK_FALSE(leaf.contains(::getpid()));
+        leaf.kill();
+        REQUIRE(::waitpid(member, nullptr, 0) == member);
+        CHECK_FALSE(leaf.contains(member));
+    }
+    // A leaf of its group whose hook row was never written (a crash between
+    // spawn and insert), holding a process that stops on SIGTERM.
+    const auto leaf_dir = containment.group_dir(dead) / random_uuid();
+    std::filesystem::create_directories(leaf_dir);
+    const auto marker = fx.dir / "member.term";
+    const auto ready = fx.dir / "member.ready";
+    const pid_t pid = spawn_into_leaf(leaf_dir, "trap 'echo term > " + marker.string() + "; exit 0' TERM; touch " +
+                                                    ready.string() + "; while :; do sleep 0.05; done");
+    REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+
+    Supervisor sup(*fx.conn, fx.options(false));
+    sup.recover(5000ms);
+    CHECK(std::filesystem::exists(marker)); // SIGTERM, not only the SIGKILL after the grace
+    CHECK_FALSE(pid_alive(pid));
+    CHECK_FALSE(std::filesystem::exists(leaf_dir));
+    CHECK_FALSE(std::filesystem::exists(containment.group_dir(dead)));
+    stop_sentinel(pid);
+}
