@@ -156,6 +156,17 @@ void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord&
     send_mark_exited(conn, id, end).finish();
 }
 
+bool close_stale(pqxx::connection& conn, const std::string& id, std::optional<pid_t> pid,
+                 const std::string& end_reason)
+{
+    const auto pid_text = text(pid);
+    const auto result = exec_autocommit(conn, "process_table.close_stale",
+                                        "UPDATE process SET status = 'exited', ended_at = now(), end_reason = $3"
+                                        " WHERE id = $1 AND status <> 'exited' AND pid IS NOT DISTINCT FROM $2::integer",
+                                        id, param(pid_text), end_reason);
+    return result.affected_rows() == 1;
+}
+
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
 {
     if (ids.empty()) {

@@ -151,6 +151,14 @@ void mark_running(pqxx::connection& conn, const std::string& id, const ProcessId
 // exit code when `end.exit_code` is empty.
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
 [[nodiscard]] PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end);
+// Recovery's close of a row it judged stale: -> exited with `end_reason`, a
+// NULL exit code and ended_at = now(), but only while the row is still not
+// exited and still records `pid` (nullopt: no pid yet). A supervisor that
+// recorded the exit (or the spawn) since recovery read the row keeps its
+// record. Returns whether the row was closed. Blocks for one round trip;
+// throws what libpqxx throws.
+bool close_stale(pqxx::connection& conn, const std::string& id, std::optional<pid_t> pid,
+                 const std::string& end_reason);
 // heartbeat_at = now() for every id, in one statement.
 void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids);
 // Rows of this machine with status queued or running.

@@ -105,6 +105,11 @@ void tear_down(std::vector<Orphan>& orphans, const RecoveryOptions& options)
     }
 }
 
+std::optional<pid_t> pid_of(const process_table::LiveRow& row)
+{
+    return row.identity ? std::optional<pid_t>(row.identity->pid) : std::nullopt;
+}
+
 std::string reason_for(IdentityVerdict verdict)
 {
     switch (verdict) {
@@ -139,7 +144,12 @@ RecoveryReport cleanup_stale_running(pqxx::connection& conn, const std::string& 
     };
 
     std::vector<Orphan> orphans;
-    std::vector<std::pair<std::string, std::string>> to_close; // row, end_reason
+    struct StaleRow {
+        std::string row_id;
+        std::string end_reason;
+        std::optional<pid_t> pid; // as read: the close applies only to the row we judged
+    };
+    std::vector<StaleRow> to_close;
     for (const auto& row : rows) {
         if (options.self_row_id && row.id == *options.self_row_id) {
             continue;
@@ -153,7 +163,7 @@ RecoveryReport cleanup_stale_running(pqxx::connection& conn, const std::string& 
                 ++report.untouched; // alive, or a launch still in flight
                 continue;
             }
-            to_close.emplace_back(row.id, reason_for(verdict));
+            to_close.push_back({row.id, reason_for(verdict), pid_of(row)});
             continue;
         }
         // A dead supervisor's process: its tree may live on without it.
@@ -176,7 +186,7 @@ RecoveryReport cleanup_stale_running(pqxx::connection& conn, const std::string& 
                   {{"process", row.id}, {"verdict", std::string(to_string(verdict))},
                    {"cgroup", row.cgroup_path.value_or("")}});
         orphans.push_back(std::move(orphan));
-        to_close.emplace_back(row.id, reason_for(verdict));
+        to_close.push_back({row.id, reason_for(verdict), pid_of(row)});
     }
 
     // Leaves of dead supervisors whose hook rows are no longer live (rows
@@ -205,11 +215,17 @@ RecoveryReport cleanup_stale_running(pqxx::connection& conn, const std::string& 
     for (const auto& orphan : orphans) {
         killed[orphan.row_id] = orphan.found_any;
     }
-    for (auto& [row_id, reason] : to_close) {
+    for (auto& [row_id, reason, pid] : to_close) {
         if (killed[row_id]) {
             reason = "killed_on_recovery";
         }
-        process_table::mark_exited(conn, row_id, {std::nullopt, std::nullopt, reason, {}, {}});
+        // The rows were read before the teardown's grace: a live supervisor
+        // may have recorded a real exit (or a pid) since, which must win.
+        if (!process_table::close_stale(conn, row_id, pid, reason)) {
+            log::info("recovery: row changed since it was read; left as written",
+                      {{"process", row_id}, {"end_reason", reason}});
+            continue;
+        }
         report.closed_rows.push_back(row_id);
         int& counter = reason == "killed_on_recovery" ? report.killed_on_recovery
                        : reason == "pid_reused"       ? report.pid_reused

@@ -252,3 +252,64 @@ TEST_CASE("recovery SIGTERMs the members of a dead supervisor's leaf through mem
     CHECK_FALSE(std::filesystem::exists(containment.group_dir(dead)));
     stop_sentinel(pid);
 }
+
+TEST_CASE("recovery keeps the exit record a live supervisor wrote during its grace", "[recovery]")
+{
+    SupervisionFixture fx;
+    Supervisor sup(*fx.conn, fx.options(false));
+    const auto dead = random_uuid();    // a supervisor that is gone
+    const auto orphan = random_uuid();  // its hook, found by cookie, torn down by recovery
+    const auto judged = random_uuid();  // a live supervisor's hook whose pid is gone: judged lost
+    const auto cookie = random_uuid();
+    {
+        pqxx::work tx(*fx.conn);
+        const auto m = tx.quote(fx.machine.id);
+        const auto boot = tx.quote(read_boot_id());
+        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
+                 tx.quote(dead) + ", " + m + ", 'worker', 'running', 999999, " + boot + ", 1)");
+        tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, cookie) VALUES (" +
+                 tx.quote(orphan) + ", " + m + ", " + tx.quote(dead) + ", 'hook', 'queued', " + tx.quote(cookie) + ")");
+        tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks)"
+                 " VALUES (" + tx.quote(judged) + ", " + m + ", " + tx.quote(sup.self_row_id()) +
+                 ", 'hook', 'running', 999999, " + boot + ", 1)");
+        tx.commit();
+    }
+    // The orphan, on SIGTERM, records the judged row's exit the way its
+    // supervisor would: after recovery read the rows, before it closes them.
+    const auto ready = fx.dir / "orphan.ready";
+    const std::string sql = "UPDATE process SET status = 'exited', exit_code = 0, end_reason = 'exited',"
+                            " ended_at = now() WHERE id = '" + judged + "'";
+    std::vector<std::string> args{"sh", "-c",
+                                  "url=$1; sql=$2; trap 'psql -X -q \"$url\" -c \"$sql\" > /dev/null; exit 0' TERM;"
+                                  " touch \"$3\"; while :; do sleep 0.05; done",
+                                  "sh", fx.db.url(), sql, ready.string()};
+    std::vector<char*> argv;
+    for (auto& a : args) {
+        argv.push_back(a.data());
+    }
+    argv.push_back(nullptr);
+    std::vector<std::string> env_strings{"ORCH_PROCESS_COOKIE=" + cookie};
+    for (char** e = environ; *e; ++e) {
+        env_strings.emplace_back(*e);
+    }
+    std::vector<char*> envp;
+    for (auto& e : env_strings) {
+        envp.push_back(e.data());
+    }
+    envp.push_back(nullptr);
+    pid_t pid = 0;
+    REQUIRE(posix_spawn(&pid, "/bin/sh", nullptr, nullptr, argv.data(), envp.data()) == 0);
+    REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+
+    const auto report = sup.recover(10000ms);
+    CHECK(fx.column(judged, "status") == "exited");
+    CHECK(fx.column(judged, "exit_code") == "0");
+    CHECK(fx.column(judged, "end_reason") == "exited");
+    CHECK(std::find(report.closed_rows.begin(), report.closed_rows.end(), judged) == report.closed_rows.end());
+    CHECK(report.lost == 1); // the dead supervisor's own row only
+    CHECK(report.killed_on_recovery == 1);
+    CHECK(fx.column(orphan, "end_reason") == "killed_on_recovery");
+    CHECK(fx.column(dead, "end_reason") == "lost");
+    CHECK_FALSE(pid_alive(pid));
+    stop_sentinel(pid);
+}
