@@ -112,7 +112,11 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
             tree->killed = true;
             give_up = now + m_options.kill_timeout;
         } else if (now >= give_up) {
+            // The leader itself survived SIGKILL (stuck in D state): never
+            // reaped, so no exit was recorded; without this its row would
+            // stay running. As teardown() does in the same case.
             log::error("tree survived SIGKILL", {{"process", row_id}});
+            record_exit(row_id, {std::nullopt, std::nullopt, tree->end_reason, {}, {}}, tree->hook);
             finish(*tree, false);
             continue;
         }
