@@ -1,5 +1,7 @@
 #include "common/supervisor.hpp"
 
+#include "common/log.hpp"
+
 #include <algorithm>
 
 // Supervisor's deferred row writes (see Supervisor::PendingRunning): a hook's
@@ -30,6 +32,26 @@ void Supervisor::flush_due_running()
     }
 }
 
+namespace {
+
+// The later record wins, but does not erase what only the earlier one knew.
+void merge_end(process_table::EndRecord& earlier, const process_table::EndRecord& later)
+{
+    auto keep_known = [](auto& mine, const auto& theirs) {
+        if (theirs) {
+            mine = theirs;
+        }
+    };
+    earlier.end_reason = later.end_reason;
+    keep_known(earlier.exit_code, later.exit_code);
+    keep_known(earlier.term_signal, later.term_signal);
+    keep_known(earlier.stdout_tail, later.stdout_tail);
+    keep_known(earlier.stderr_tail, later.stderr_tail);
+    keep_known(earlier.usage, later.usage);
+}
+
+} // namespace
+
 void Supervisor::record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold)
 {
     const auto now = Clock::now();
@@ -37,17 +59,7 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
                                    [&row_id](const auto& e) { return e.id == row_id; });
     if (held != m_held_exits.end()) {
         // The later record wins, but does not erase what only the first one knew.
-        auto keep_known = [](auto& mine, const auto& theirs) {
-            if (theirs) {
-                mine = theirs;
-            }
-        };
-        held->end.end_reason = end.end_reason;
-        keep_known(held->end.exit_code, end.exit_code);
-        keep_known(held->end.term_signal, end.term_signal);
-        keep_known(held->end.stdout_tail, end.stdout_tail);
-        keep_known(held->end.stderr_tail, end.stderr_tail);
-        keep_known(held->end.usage, end.usage);
+        merge_end(held->end, end);
         return;
     }
     process_table::HeldExit exit{row_id, std::nullopt, 0, now, now, end, std::nullopt};
@@ -85,7 +97,32 @@ void Supervisor::send_held_exits()
         return;
     }
     settle_write();
-    m_in_flight.emplace(process_table::send_write_exits(m_conn, take_held_exits()));
+    TakenExits taken{*this, take_held_exits()};
+    m_in_flight.emplace(process_table::send_write_exits(m_conn, taken.exits));
+    m_in_flight_exits = std::move(taken.exits);
+    taken.written(); // from here on settle_write() holds them again if the statement fails
+}
+
+void Supervisor::restore_held_exits(std::vector<process_table::HeldExit> exits) noexcept
+{
+    if (exits.empty()) {
+        return;
+    }
+    try {
+        for (auto& exit : exits) {
+            const auto later = std::find_if(m_held_exits.begin(), m_held_exits.end(),
+                                            [&exit](const auto& e) { return e.id == exit.id; });
+            if (later != m_held_exits.end()) {
+                merge_end(exit.end, later->end);
+                m_held_exits.erase(later);
+            }
+        }
+        m_held_exits.insert(m_held_exits.begin(), std::make_move_iterator(exits.begin()),
+                            std::make_move_iterator(exits.end()));
+    } catch (const std::exception& e) {
+        // Out of memory: the rows stay queued/running, as after a crash, and recovery closes them.
+        log::error("held exits lost", {{"count", std::to_string(exits.size())}, {"error", e.what()}});
+    }
 }
 
 std::vector<process_table::HeldExit> Supervisor::take_held_exits()
@@ -95,7 +132,7 @@ std::vector<process_table::HeldExit> Supervisor::take_held_exits()
 
 void Supervisor::write_held_exits()
 {
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     send_held_exits();
     settle_write();
 }
@@ -108,7 +145,9 @@ void Supervisor::settle_write()
     // Reset even when finish() throws: the statement is over either way.
     auto statement = std::move(*m_in_flight);
     m_in_flight.reset();
+    TakenExits carried{*this, std::exchange(m_in_flight_exits, {})};
     statement.finish();
+    carried.written();
 }
 
 } // namespace orch

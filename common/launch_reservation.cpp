@@ -28,7 +28,7 @@ void Supervisor::reserve(std::vector<LaunchRequest>& requests)
         rows.push_back(queued_row(request, request.row_id, cookie, child_environment(request.env, cookie)));
         reserved.emplace_back(request.row_id, cookie);
     }
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     settle_write();
     process_table::send_insert_queued_rows(m_conn, rows).finish();
     for (auto& [id, cookie] : reserved) {

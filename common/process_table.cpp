@@ -28,6 +28,17 @@ namespace orch::process_table {
 //
 // Each transition is one prepared statement in autocommit (exec_autocommit).
 
+namespace {
+
+// argv and environment values are bytes, not necessarily UTF-8: a strict dump
+// would throw, and the insert carrying held exits with it would be lost.
+std::string dump_lenient(const nlohmann::json& value)
+{
+    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+} // namespace
+
 PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::vector<HeldExit>& exits)
 {
     // The exits are written by key (exits_ctes): the insert runs on every launch
@@ -45,8 +56,8 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
                               std::string(k_async_commit));
     });
     std::vector<std::optional<std::string>> params{
-        row.id,          row.machine_id,  row.parent_id,   row.process_type,           nlohmann::json(row.cmd).dump(),
-        nlohmann::json(row.env).dump(),   row.pwd,         text(row.timeout_s),        row.cookie,
+        row.id,          row.machine_id,  row.parent_id,   row.process_type,           dump_lenient(row.cmd),
+        dump_lenient(row.env),   row.pwd,         text(row.timeout_s),        row.cookie,
         row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
         row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
     const auto more = exits_parameters(exits);
@@ -98,8 +109,8 @@ PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vect
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)
 {
     // A process registering itself: durable before it acts (synchronous commit).
-    const std::string cmd = nlohmann::json(row.cmd).dump();
-    const std::string env = nlohmann::json(row.env).dump();
+    const std::string cmd = dump_lenient(row.cmd);
+    const std::string env = dump_lenient(row.env);
     const auto timeout_s = text(row.timeout_s);
     const auto pidfs_ino = text(identity.pidfs_ino);
     pqxx::work tx(conn);

@@ -95,16 +95,20 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
         leaf_path = leaf->path().string();
     }
     std::optional<PendingStatement> insert;
+    // Hook exits held until now travel with the insert, and are held again
+    // if it fails.
+    TakenExits carried{*this, {}};
     if (!reserved) {
         auto row = queued_row(request, result.row_id, cookie, env);
         row.cgroup_path = leaf_path;
-        // Hook exits held until now travel with this insert.
-        insert.emplace(process_table::send_insert_queued(m_conn, row, std::exchange(m_held_exits, {})));
+        carried.exits = std::exchange(m_held_exits, {});
+        insert.emplace(process_table::send_insert_queued(m_conn, row, carried.exits));
     }
-    auto finish_insert = [&insert] {
+    auto finish_insert = [&insert, &carried] {
         if (insert) {
             insert->finish();
             insert.reset();
+            carried.written();
         }
     };
     // A hook in a cgroup leaf starts while its row commits: the server works

@@ -155,7 +155,7 @@ std::vector<std::string> Supervisor::running() const
 
 void Supervisor::process_events()
 {
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     handle_events();
     settle_write();
 }
@@ -317,7 +317,7 @@ RecoveryReport Supervisor::recover(milliseconds grace)
     options.self_row_id = m_self_id;
     options.grace = grace;
     options.kill_timeout = m_options.kill_timeout;
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     auto report = cleanup_stale_running(m_conn, m_options.machine_id, options);
     reap_orphans(); // may send an exit write
     settle_write();

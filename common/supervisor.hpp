@@ -269,6 +269,26 @@ private:
     void flush_due_exits();
     // Sends every held exit as m_in_flight (settling what was in flight first).
     void send_held_exits();
+    // The held exits m_in_flight carries: held again if it fails.
+    std::vector<process_table::HeldExit> m_in_flight_exits;
+    // Holds `exits` again, taken for a statement that failed: ahead of the
+    // ones held since (they are older), at most one per row (a later record
+    // of the same row is merged into the older one, as record_exit does).
+    void restore_held_exits(std::vector<process_table::HeldExit> exits) noexcept;
+    // Held exits taken for one statement: held again when the guard goes
+    // without written() (the statement threw, or never ran).
+    struct TakenExits {
+        Supervisor& supervisor;
+        std::vector<process_table::HeldExit> exits;
+        bool done = false;
+        void written() noexcept { done = true; }
+        ~TakenExits()
+        {
+            if (!done) {
+                supervisor.restore_held_exits(std::move(exits));
+            }
+        }
+    };
     // A leader's end record (with its identity when that was never written):
     // merged into an exit still held for the row (a teardown refining the
     // reason), held when `hold` (a hook's, unless a wait() is on it: then its
@@ -283,13 +303,16 @@ private:
     void settle_write();
     // Drains m_in_flight (ignoring its outcome) when a member that let it
     // run on leaves by an exception, so the owner still finds the connection idle.
+    // The held exits it carried are held again: its outcome is unknown, and
+    // writing an exit twice is harmless where losing it is not.
     struct InFlightGuard {
-        std::optional<PendingStatement>& in_flight;
+        Supervisor& supervisor;
         int exceptions = std::uncaught_exceptions();
         ~InFlightGuard()
         {
             if (std::uncaught_exceptions() > exceptions) {
-                in_flight.reset();
+                supervisor.m_in_flight.reset();
+                supervisor.restore_held_exits(std::exchange(supervisor.m_in_flight_exits, {}));
             }
         }
     };

@@ -71,7 +71,7 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     auto give_up = Clock::time_point::max();
     // The exit write may still be on its way (or held) when the tree is done:
     // written and settled before returning.
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     for (;;) {
         handle_events();
         if (auto done = m_done.find(row_id); done != m_done.end()) {
@@ -136,7 +136,7 @@ bool Supervisor::fast_stop_requested() const
 std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
                                                  std::optional<milliseconds> grace, TermTarget term_target)
 {
-    InFlightGuard guard{m_in_flight};
+    InFlightGuard guard{*this};
     const auto t0 = Clock::now();
     const auto cap = grace.value_or(m_options.teardown_grace);
     std::vector<TeardownEntry> entries;

@@ -177,3 +177,39 @@ TEST_CASE("a launch carries every exit held since the last write", "[supervisor]
     }
     sup.teardown({next.row_id}, 2s);
 }
+
+TEST_CASE("an argv that is not UTF-8 is recorded - and the held exit its insert carries is written", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(GENERATE(false, true));
+    options.exit_write_delay = 1h; // nothing but the next statement writes it
+    Supervisor sup(*fx.conn, options);
+    const auto first = sup.launch(fx.request({"sh", "-c", "exit 4"}));
+    REQUIRE(until_finished(sup, first.row_id));
+    CHECK(fx.column(first.row_id, "status") == "queued");
+
+    const auto next = sup.launch(fx.request({"sh", "-c", "exit 0", "caf\xe9"}));
+    REQUIRE(next.started());
+    CHECK(fx.column(first.row_id, "status") == "exited");
+    CHECK(fx.column(first.row_id, "exit_code") == "4");
+    CHECK(fx.column(next.row_id, "(cmd->>3)") == "caf\xef\xbf\xbd"); // U+FFFD for the stray byte
+    sup.teardown({next.row_id}, 2s);
+}
+
+TEST_CASE("held exits survive a launch whose insert fails", "[supervisor]")
+{
+    SupervisionFixture fx;
+    auto options = fx.options(GENERATE(false, true));
+    options.exit_write_delay = 1h;
+    Supervisor sup(*fx.conn, options);
+    const auto first = sup.launch(fx.request({"sh", "-c", "exit 4"}));
+    REQUIRE(until_finished(sup, first.row_id));
+
+    // jsonb rejects \u0000: the insert (and the held exit it carries) fails.
+    CHECK_THROWS(sup.launch(fx.request({"sh", "-c", "exit 0", std::string("a\0b", 3)})));
+    CHECK(fx.column(first.row_id, "status") == "queued");
+    sup.write_held_exits();
+    CHECK(fx.column(first.row_id, "status") == "exited");
+    CHECK(fx.column(first.row_id, "exit_code") == "4");
+    CHECK(fx.column(first.row_id, "end_reason") == "exited");
+}
