@@ -5,6 +5,7 @@
 #include "common/log.hpp"
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <cstdlib>
 
@@ -16,6 +17,14 @@ std::map<std::string, std::vector<ConfiguredHook>> plan_hooks(const PluginRoots&
 {
     auto catalog = discover_hooks(roots.builtin, roots.user);
     auto env = current_environment();
+    std::vector<std::string> known;
+    for (const auto& plugin : catalog.plugins) {
+        known.push_back(plugin.name);
+    }
+    if (const auto unknown = unknown_allowed_plugins(env, known); !unknown.empty()) {
+        throw ConfigError(fmt::format("PLUGINS lists {} that no plugin directory has (plugins here: {})",
+                                      fmt::join(unknown, ", "), known.empty() ? "none" : fmt::format("{}", fmt::join(known, ", "))));
+    }
     std::map<std::string, PluginConfig> configs;
     for (const auto& plugin : catalog.plugins) {
         configs.emplace(plugin.name,

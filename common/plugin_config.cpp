@@ -346,4 +346,23 @@ PluginConfig resolve_plugin_config(std::string_view plugin, const nlohmann::json
     return out;
 }
 
+std::vector<std::string> unknown_allowed_plugins(const EnvMap& env, const std::vector<std::string>& known)
+{
+    std::vector<std::string> unknown;
+    const auto it = env.find("PLUGINS");
+    if (it == env.end()) {
+        return unknown;
+    }
+    std::string_view list = it->second;
+    while (!list.empty()) {
+        const std::size_t comma = list.find(',');
+        const auto name = trim(list.substr(0, comma));
+        if (!name.empty() && std::find(known.begin(), known.end(), name) == known.end()) {
+            unknown.emplace_back(name);
+        }
+        list.remove_prefix(comma == std::string_view::npos ? list.size() : comma + 1);
+    }
+    return unknown;
+}
+
 } // namespace orch

@@ -9,6 +9,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 // Effective configuration of one plugin:
 //   config.json defaults < crawl config < environment
@@ -55,5 +56,11 @@ nlohmann::json load_plugin_defaults(const std::filesystem::path& plugin_dir);
 // wrong types or out-of-range values.
 PluginConfig resolve_plugin_config(std::string_view plugin, const nlohmann::json& defaults,
                                    const nlohmann::json& crawl_config, const EnvMap& env);
+
+// Names in the PLUGINS allow-list of `env` (comma-separated, blanks ignored)
+// that are not in `known`: a typo there would silently disable every plugin,
+// and crawls would seal "succeeded" with nothing archived. Empty when PLUGINS
+// is unset or blank.
+std::vector<std::string> unknown_allowed_plugins(const EnvMap& env, const std::vector<std::string>& known);
 
 } // namespace orch

@@ -148,9 +148,18 @@ void add_plugins(std::vector<Entry>& out, const std::string& plugins_dir)
                         std::getenv("ORCH_BUILTIN_PLUGINS_DIR") != nullptr ? "environment" : "default", "",
                         "built-in plugins"});
     const char* allow = env_value("PLUGINS");
-    out.push_back(Entry{"setting", "PLUGINS", "PLUGINS", allow != nullptr ? allow : "all",
-                        allow != nullptr ? "environment" : "default", "", "allow-list of plugins"});
     const auto env = current_environment();
+    std::vector<std::string> known;
+    for (const auto& plugin : catalog.plugins) {
+        known.push_back(plugin.name);
+    }
+    const auto unknown = unknown_allowed_plugins(env, known);
+    out.push_back(Entry{"setting", "PLUGINS", "PLUGINS", allow != nullptr ? allow : "all",
+                        allow != nullptr ? "environment" : "default",
+                        unknown.empty() ? ""
+                                        : fmt::format("PLUGINS lists {} that no plugin directory has",
+                                                      fmt::join(unknown, ", ")),
+                        "allow-list of plugins"});
     for (const auto& plugin : catalog.plugins) {
         const auto hooks = std::count_if(catalog.hooks.begin(), catalog.hooks.end(),
                                          [&](const Hook& h) { return h.plugin == plugin.name; });

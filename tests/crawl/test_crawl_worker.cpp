@@ -379,6 +379,27 @@ TEST_CASE("crawl_worker: unknown - malformed and sealed crawl ids", "[crawl_work
     }
 }
 
+TEST_CASE("crawl_worker: a PLUGINS allow-list with a name no plugin has is refused (3) - nothing runs or seals",
+          "[crawl_worker]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(1));
+    // "svae": every plugin would be off and the crawl would seal succeeded with nothing archived.
+    auto p = f.run(id, {{"PLUGINS", "svae"}});
+    INFO(p->output());
+    CHECK(p->exit_code() == 3);
+    CHECK_THAT(p->output(), Catch::Contains("PLUGINS lists svae"));
+    CHECK(f.scalar("SELECT status FROM crawl WHERE id = " + f.quote(id)) != "sealed");
+    CHECK(f.count("SELECT count(*) FROM archive_result") == 0);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook'") == 0);
+    // Spelled right, it runs.
+    auto ok = f.run(id, {{"PLUGINS", "save"}});
+    INFO(ok->output());
+    CHECK(ok->exit_code() == 0);
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
+}
+
 TEST_CASE("crawl_worker: spawned by the orchestrator - the tree is orchestrator -> crawl -> snapshot -> hook",
           "[crawl_worker]")
 {

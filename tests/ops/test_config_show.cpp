@@ -118,3 +118,20 @@ TEST_CASE("ops: config show names every invalid value and exits 3 - after listin
     CHECK(r.err.find("ORCH_CONTAINMENT") != std::string::npos);
     CHECK(r.err.find("GRAB_TIMEOUT") != std::string::npos);
 }
+
+TEST_CASE("ops: a PLUGINS allow-list naming no plugin here is invalid (3) - a typo would disable every plugin",
+          "[ops][config]")
+{
+    ConfigFixture f;
+    auto r = f.show({}, {{"PLUGINS", "grab, grabb"}});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 3);
+    auto rows = by_name(r.out);
+    REQUIRE(rows.count("PLUGINS") == 1);
+    CHECK(rows["PLUGINS"].at("error").get<std::string>() == "PLUGINS lists grabb that no plugin directory has");
+    CHECK(r.err.find("grabb") != std::string::npos);
+    // Every listed name known: valid, and an unlisted plugin is off.
+    auto ok = f.show({}, {{"PLUGINS", " grab ,"}});
+    INFO(ok.out << ok.err);
+    CHECK(ok.exit_code == 0);
+}
