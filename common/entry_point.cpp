@@ -10,6 +10,8 @@
 
 #include <csignal>
 #include <cstdio>
+#include <cstdlib>
+#include <vector>
 
 namespace orch {
 namespace {
@@ -24,6 +26,38 @@ int report(const CLI::App& app, ExitCode code, const std::string& message)
     return to_int(code);
 }
 
+// The environment variable behind a failed option, when the value came from
+// there: an option bound to a variable that is set and not given on the command
+// line. Its error is a configuration error (3, as for every malformed setting),
+// not a usage error (2): the command line was fine.
+const CLI::Option* env_culprit(const CLI::App& app, const std::string& message, int argc, char** argv)
+{
+    const auto colon = message.find(':');
+    if (colon == std::string::npos || message.rfind("--", 0) != 0) {
+        return nullptr;
+    }
+    const std::string flag = message.substr(0, colon);
+    for (int i = 1; i < argc; ++i) {
+        const std::string arg = argv[i];
+        if (arg == flag || arg.rfind(flag + "=", 0) == 0) {
+            return nullptr;
+        }
+    }
+    std::vector<const CLI::App*> apps{&app};
+    for (std::size_t i = 0; i < apps.size(); ++i) {
+        for (const auto* opt : apps[i]->get_options()) {
+            if (opt->check_lname(flag.substr(2)) && !opt->get_envname().empty() &&
+                std::getenv(opt->get_envname().c_str()) != nullptr) {
+                return opt;
+            }
+        }
+        for (const auto* sub : const_cast<CLI::App*>(apps[i])->get_subcommands([](CLI::App*) { return true; })) {
+            apps.push_back(sub);
+        }
+    }
+    return nullptr;
+}
+
 } // namespace
 
 int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body)
@@ -34,6 +68,10 @@ int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()
     try {
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
+        if (const auto* opt = env_culprit(app, e.what(), argc, argv); opt != nullptr && e.get_exit_code() != 0) {
+            return report(app, ExitCode::config,
+                          fmt::format("environment variable {}: {}", opt->get_envname(), e.what()));
+        }
         int rc = app.exit(e);
         return rc == 0 ? 0 : to_int(ExitCode::usage);
     }

@@ -8,6 +8,7 @@
 #include "common/plugin_config.hpp"
 #include "common/plugin_roots.hpp"
 #include "common/settings.hpp"
+#include "orchestrator/metrics_server.hpp"
 #include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>
@@ -100,6 +101,13 @@ void add_options(std::vector<Entry>& out, const CLI::App& app, const std::vector
                 e.value = detect_machine(std::nullopt).id;
             } catch (const std::exception& err) {
                 e.error = fmt::format("cannot derive the machine id: {}", err.what());
+            }
+        }
+        if (shown.name == "--metrics-listen" && !shown.value.empty()) {
+            try {
+                parse_metrics_listen(shown.value);
+            } catch (const InvalidInput& err) {
+                e.error = err.what();
             }
         }
         if (shown.name == "--database-url") {

@@ -1,11 +1,15 @@
 #include "common/cli_options.hpp"
 #include "common/entry_point.hpp"
 #include "common/event_journal.hpp"
+#include "common/errors.hpp"
 #include "common/exit_codes.hpp"
 #include "common/machine.hpp"
 #include "orchestrator/commands.hpp"
+#include "orchestrator/metrics_server.hpp"
 #include "orchestrator/ops_commands.hpp"
 #include "orchestrator/orchestrator_run.hpp"
+
+#include <algorithm>
 
 namespace {
 
@@ -158,6 +162,20 @@ int main(int argc, char** argv)
         if (*db) {
             // LSB convention for status: 3 = not running.
             return command_db(common, db_action) ? 0 : 3;
+        }
+        if (!run.metrics_listen.empty()) {
+            // Checked before anything starts. From the environment it is a setting
+            // (3: systemd's unit does not restart on it), from the command line bad input (7).
+            try {
+                parse_metrics_listen(run.metrics_listen);
+            } catch (const InvalidInput& e) {
+                if (std::find(args.begin(), args.end(), "--metrics-listen") == args.end() &&
+                    std::none_of(args.begin(), args.end(),
+                                 [](const std::string& a) { return a.rfind("--metrics-listen=", 0) == 0; })) {
+                    throw ConfigError(std::string("environment variable METRICS_LISTEN: ") + e.what());
+                }
+                throw;
+            }
         }
         run.poll_interval = std::chrono::seconds(poll_s);
         run.idle_window = std::chrono::seconds(idle_s);

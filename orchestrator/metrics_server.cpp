@@ -77,8 +77,7 @@ std::string metrics_http_response(const std::string& request_head, const std::fu
     return reply("200 OK", render(), {}, method == "HEAD", "text/plain; version=0.0.4; charset=utf-8");
 }
 
-MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> render)
-    : m_render(std::move(render))
+sockaddr_in parse_metrics_listen(const std::string& listen)
 {
     auto colon = listen.rfind(':');
     std::string host = colon == std::string::npos ? "" : listen.substr(0, colon);
@@ -100,6 +99,13 @@ MetricsServer::MetricsServer(const std::string& listen, std::function<std::strin
                                        listen));
     }
     addr.sin_port = htons(static_cast<std::uint16_t>(port));
+    return addr;
+}
+
+MetricsServer::MetricsServer(const std::string& listen, std::function<std::string()> render)
+    : m_render(std::move(render))
+{
+    sockaddr_in addr = parse_metrics_listen(listen);
     m_listen = Fd(::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0));
     if (!m_listen) {
         throw_errno("socket");

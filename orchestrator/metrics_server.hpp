@@ -3,6 +3,7 @@
 #include "common/fd.hpp"
 
 #include <cstdint>
+#include <netinet/in.h>
 #include <functional>
 #include <string>
 #include <thread>
@@ -15,6 +16,10 @@ namespace orch {
 // request head over 8 KiB; always `Connection: close`. Connections are served one
 // at a time with non-blocking sockets under poll(), each bounded in time (a slow
 // client is dropped), so a scrape can never stall the run loop.
+// The address of "HOST:PORT" (IPv4 or localhost). Throws InvalidInput naming
+// the value when it is not one; binds nothing.
+sockaddr_in parse_metrics_listen(const std::string& listen);
+
 class MetricsServer {
 public:
     // `listen` is "HOST:PORT" with an IPv4 address or "localhost"; port 0 picks a

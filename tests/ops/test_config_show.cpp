@@ -135,3 +135,15 @@ TEST_CASE("ops: a PLUGINS allow-list naming no plugin here is invalid (3) - a ty
     INFO(ok.out << ok.err);
     CHECK(ok.exit_code == 0);
 }
+
+TEST_CASE("ops: config show marks a METRICS_LISTEN the orchestrator would refuse", "[ops][config]")
+{
+    ConfigFixture f;
+    auto r = f.show({}, {{"METRICS_LISTEN", "1.2.3.4:99999"}});
+    INFO(r.out << r.err);
+    CHECK(r.exit_code == 3);
+    auto rows = by_name(r.out);
+    REQUIRE(rows.count("--metrics-listen") == 1);
+    CHECK(rows["--metrics-listen"].at("error").get<std::string>().find("1.2.3.4:99999") != std::string::npos);
+    CHECK(f.show({}, {{"METRICS_LISTEN", "127.0.0.1:9464"}}).exit_code == 0);
+}

@@ -5,6 +5,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <tuple>
+
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -282,6 +284,41 @@ TEST_CASE("a malformed setting in the environment is a configuration error (3) n
                 CHECK(r.err.find("'" + value + "'") != std::string::npos);
             }
         }
+    }
+}
+
+TEST_CASE("a malformed option value from the environment is a configuration error (3) - on the command line a usage "
+          "error (2)",
+          "[bad_input][settings]")
+{
+    SecurityFixture f;
+    auto crawl = f.add_crawl({"http://settings.test/"});
+    auto before = f.fingerprint();
+    // Options bound to a variable (CLI11 checks them): the same value is a
+    // setting when it comes from the service's environment.
+    const std::vector<std::tuple<std::string, std::string, std::string>> cases{
+        {"orchestrator", "MAX_CRAWL_WORKERS", "abc"}, {"orchestrator", "STOP_GRACE", "0"},
+        {"orchestrator", "LOG_FORMAT", "xml"},        {"orchestrator", "METRICS_LISTEN", "garbage"},
+        {"crawl_worker", "LOG_LEVEL", "loud"}};
+    for (const auto& [bin, name, value] : cases) {
+        DYNAMIC_SECTION(bin << " with " << name << "=" << value)
+        {
+            std::vector<std::string> args{"--idle-window", "0"};
+            if (bin == "crawl_worker") {
+                args = {"--crawl-id", crawl};
+            }
+            auto r = f.run(bin, args, {{name, value}});
+            expect_rejected(f, r, 3, "environment variable " + name, before);
+            CHECK(r.err.find(value) != std::string::npos);
+        }
+    }
+    SECTION("the same on the command line")
+    {
+        auto r = f.run("orchestrator", {"--max-crawl-workers", "abc", "--idle-window", "0"});
+        CHECK(r.exit_code == 2);
+        auto m = f.run("orchestrator", {"--metrics-listen", "garbage", "--idle-window", "0"});
+        INFO(m.err);
+        CHECK(m.exit_code == 7);
     }
 }
 
