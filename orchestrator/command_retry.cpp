@@ -32,11 +32,17 @@ constexpr const char* k_requeue_snapshots =
     "UPDATE snapshot SET status = 'queued', outcome = NULL, error = NULL, sealed_at = NULL, retry_at = now(), "
     " attempts = 0, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
     "WHERE id = ANY ($1::uuid[])";
-// A sealed crawl is queued again (a fresh attempt budget, no stale cancel request);
-// an unsealed one without a worker becomes due now; a paused one stays paused.
+// A sealed crawl is queued again as a fresh one (a fresh attempt budget, no stale
+// cancel request, and its clock restarted: the timeout counts from started_at less
+// paused_s, so the old run's start would seal the new run timed_out at once);
+// an unsealed one without a worker becomes due now, its clock running on; a
+// paused one stays paused.
 constexpr const char* k_requeue_crawl =
     "UPDATE crawl SET status = CASE WHEN status = 'sealed' THEN 'queued' ELSE status END, "
     " attempts = CASE WHEN status = 'sealed' THEN 0 ELSE attempts END, "
+    " started_at = CASE WHEN status = 'sealed' THEN NULL ELSE started_at END, "
+    " paused_s = CASE WHEN status = 'sealed' THEN 0 ELSE paused_s END, "
+    " paused_at = CASE WHEN status = 'sealed' THEN NULL ELSE paused_at END, "
     " outcome = NULL, seal_reason = NULL, sealed_at = NULL, cancel_requested_at = NULL, "
     " retry_at = CASE WHEN status = 'paused' THEN retry_at ELSE now() END, modified_at = now() "
     "WHERE id = $1 RETURNING status";

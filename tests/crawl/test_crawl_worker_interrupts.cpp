@@ -542,3 +542,44 @@ TEST_CASE("crawl_worker: time spent paused does not count against the crawl time
     INFO(q2->output());
     CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(late)) == "sealed/timed_out");
 }
+
+TEST_CASE("crawl_worker: a retried sealed crawl gets its whole timeout again - it runs its snapshots",
+          "[crawl_worker][interrupts][retry]")
+{
+    CrawlFixture f;
+    auto fail = f.root / "fail";
+    std::ofstream(fail) << "1";
+    f.write_hook("save", "on_Snapshot__10_save.sh",
+                 "if [ -e '" + fail.string() + "' ] && [ \"$url\" = http://site.test/1 ]; then exit 1; fi\n" +
+                     succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--timeout", "4"});
+    const auto q = f.quote(id);
+    auto first = f.run(id);
+    INFO(first->output());
+    REQUIRE(first->exit_code() == 0);
+    REQUIRE(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/partial");
+
+    // Past the timeout since the first run started: only a clock restarted by the
+    // retry lets the second run do anything before it is sealed timed_out.
+    REQUIRE(poll_until([&] {
+        return f.scalar("SELECT now() - started_at > interval '4.5 seconds' FROM crawl WHERE id = " + q) == "t";
+    }, 30s));
+    std::filesystem::remove(fail);
+    auto retried = run_command({bin_path("orchestrator").string(), "--database-url", f.db.url(), "--data-dir",
+                                f.data.string(), "retry", id});
+    INFO(retried.out << retried.err);
+    REQUIRE(retried.exit_code == 0);
+    // As a crawl that was never started.
+    CHECK(f.rows("SELECT status, started_at, paused_at, paused_s, attempts FROM crawl WHERE id = " + q) ==
+          std::vector<std::vector<std::string>>{{"queued", "", "", "0", "0"}});
+
+    auto second = f.run(id);
+    INFO(second->output());
+    CHECK(second->exit_code() == 0);
+    CHECK(f.rows("SELECT status, outcome, seal_reason FROM crawl WHERE id = " + q) ==
+          std::vector<std::vector<std::string>>{{"sealed", "succeeded", ""}});
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded'") == 2);
+    CHECK(f.count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 2);
+    CHECK(f.scalar("SELECT now() - started_at < interval '4 seconds' FROM crawl WHERE id = " + q) == "t");
+    check_nothing_left(f);
+}
