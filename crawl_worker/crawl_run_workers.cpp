@@ -46,6 +46,24 @@ std::string describe(const ProcessOutcome& o)
     return fmt::format("snapshot worker ended ({})", o.end_reason);
 }
 
+// Nothing runs claims[from..]: gives them back (due now, their attempts undone)
+// before the caller fails. Best effort: the launch's own failure is what the caller
+// reports, so a give-back that fails (the database gone) is only logged, and the
+// claims left are freed when their leases expire.
+void give_back_unstarted(pqxx::connection& conn, const std::vector<ClaimedSnapshot>& claims, std::size_t from)
+{
+    for (std::size_t j = from; j < claims.size(); ++j) {
+        try {
+            return_unstarted_claim(conn, claims[j]);
+        } catch (const std::exception& e) {
+            log::warn("cannot give back unstarted snapshot claims; their leases will expire",
+                      {{"snapshot", claims[j].snapshot_id}, {"left", std::to_string(claims.size() - j)},
+                       {"error", e.what()}});
+            return;
+        }
+    }
+}
+
 } // namespace
 
 std::chrono::milliseconds CrawlRun::claim_interval() const
@@ -104,12 +122,18 @@ void CrawlRun::spawn_due_workers()
         req.process_type = "worker";
         req.crawl_id = m_ctx.crawl.id;
         req.snapshot_id = claim.snapshot_id;
-        auto result = m_supervisor.launch(req);
+        LaunchResult result;
+        try {
+            result = m_supervisor.launch(req);
+        } catch (...) {
+            // A launch that throws (its log directory, a database error) started no
+            // worker either: without this its claims would stay leased to rows that
+            // never run until their leases expire.
+            give_back_unstarted(m_conn, claims, i);
+            throw;
+        }
         if (!result.started()) {
-            // Nothing runs the claims not started yet: give them back before failing.
-            for (std::size_t j = i; j < claims.size(); ++j) {
-                return_unstarted_claim(m_conn, claims[j]);
-            }
+            give_back_unstarted(m_conn, claims, i);
             throw Error(ExitCode::internal_error,
                         fmt::format("cannot start snapshot_worker: {}", result.failure->message));
         }

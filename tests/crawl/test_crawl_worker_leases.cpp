@@ -111,3 +111,38 @@ TEST_CASE("crawl_worker: an internal failure mid-crawl closes its row and releas
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
     CHECK(f.wait_no_leftovers().empty());
 }
+
+TEST_CASE("crawl_worker: a snapshot worker launch that throws gives back every claim of its batch",
+          "[crawl_worker][lease]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    const auto q = f.quote(id);
+    // The workers' log directory cannot be made (a file has its name): the launch
+    // throws after the batch of three snapshots was claimed, before any worker runs.
+    auto blocker = f.data / "crawls" / id / "snapshot_workers";
+    std::filesystem::create_directories(blocker.parent_path());
+    std::ofstream(blocker) << "not a directory";
+    auto p = f.run(id);
+    INFO(p->output());
+    CHECK(p->exit_code() == 1);
+    CHECK_THAT(p->output(), Catch::Contains("snapshot_workers"));
+    CHECK(f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'") == 0);
+    // Free and due now, their attempts undone: not leased to rows that never ran.
+    CHECK(f.rows("SELECT count(*), count(*) FILTER (WHERE lease_owner IS NULL AND attempts = 0 AND retry_at <= now() "
+                 "  AND status <> 'sealed') FROM snapshot WHERE crawl_id = " + q) ==
+          std::vector<std::vector<std::string>>{{"3", "3"}});
+    CHECK(f.rows("SELECT status, lease_owner FROM crawl WHERE id = " + q) ==
+          std::vector<std::vector<std::string>>{{"started", ""}});
+
+    // Once the directory can be made the next run takes them at once.
+    std::filesystem::remove(blocker);
+    auto again = f.run(id);
+    INFO(again->output());
+    CHECK(again->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND attempts = 1") == 3);
+    CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(f.wait_no_leftovers().empty());
+}
