@@ -207,20 +207,24 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
     pqxx::work tx(m_conn);
     auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
     require(fence, "adding discovered snapshots");
-    std::vector<std::string> accepted = urls;
+    std::optional<long> room; // none: no limit (LIMIT NULL)
     if (max_urls) {
         // The crawl row lock serialises concurrent discoverers, so the limit holds exactly.
         tx.exec_params1("SELECT 1 FROM crawl WHERE id = $1 FOR UPDATE", m_crawl_id);
         auto existing = tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1", m_crawl_id)[0].as<long>();
-        long room = std::max(0L, static_cast<long>(*max_urls) - existing);
-        if (static_cast<long>(accepted.size()) > room) {
-            accepted.resize(static_cast<std::size_t>(room));
-        }
+        room = std::max(0L, static_cast<long>(*max_urls) - existing);
     }
-    auto r = tx.exec_params("INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
-                            "SELECT $1, $2, u, $3 FROM jsonb_array_elements_text($4::jsonb) u "
+    // The room goes to the page's first URLs that the crawl does not have yet: cut
+    // before the filter, links to known pages (a site's menu on every page) would
+    // use it up and new URLs would be dropped for good.
+    auto r = tx.exec_params("WITH fresh AS ("
+                            "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
+                            "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
+                            "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5) "
+                            "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
+                            "SELECT $1, $2, url, $3 FROM fresh "
                             "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
-                            m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(accepted)));
+                            m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
     tx.commit();
     return static_cast<int>(r.size());
 }

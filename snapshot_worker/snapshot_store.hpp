@@ -67,7 +67,9 @@ public:
     void requeue(const std::string& result_id, const std::string& why);
     void set_title(const std::string& title);
     // Inserts child snapshots at `depth` (already validated and filtered), honouring
-    // the crawl's max_urls; duplicates are ignored. Returns how many were added.
+    // the crawl's max_urls: the room left goes to the first of `urls`, in their
+    // order, that the crawl does not have yet; URLs it has are ignored and take no
+    // room. Returns how many were added.
     int add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls);
     // Seals the snapshot with the outcome derived from its results; returns that
     // outcome. Does not wait for the WAL flush: the crawl's seal is the durable

@@ -468,6 +468,35 @@ EOF
     }
 }
 
+TEST_CASE("snapshot_worker: under max_urls links to URLs the crawl has take no room - new ones are added in page "
+          "order up to the limit",
+          "[snapshot_worker]")
+{
+    WorkerFixture f;
+    // Two known pages first (a site's menu), then three new ones, not in URL order.
+    f.write_hook("disc", "on_Snapshot__10_links.sh", R"HOOK(cat <<'EOF'
+{"type":"Snapshot","url":"http://b.test/1"}
+{"type":"Snapshot","url":"http://b.test/2"}
+{"type":"Snapshot","url":"http://b.test/z"}
+{"type":"Snapshot","url":"http://b.test/y"}
+{"type":"Snapshot","url":"http://b.test/x"}
+{"type":"ArchiveResult","status":"succeeded"}
+EOF
+)HOOK");
+    auto crawl = f.add_crawl(2, 5);
+    auto snap = f.add_snapshot(crawl, "http://a.test/");
+    f.add_snapshot(crawl, "http://b.test/1", 1);
+    f.add_snapshot(crawl, "http://b.test/2", 1);
+    auto w = f.run_worker(snap);
+    INFO(w->err());
+    REQUIRE(w->exit_code() == 0);
+    CHECK(f.results(snap)["on_Snapshot__10_links.sh"].status == "succeeded");
+    // Room for 2: the page's first two new URLs, not the two known ones it links first.
+    CHECK(f.scalar("SELECT string_agg(url, ' ' ORDER BY url) FROM snapshot WHERE parent_snapshot_id = $1", {snap}) ==
+          "http://b.test/y http://b.test/z");
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE crawl_id = $1", {crawl}) == "5");
+}
+
 TEST_CASE("snapshot_worker: a URL with shell metacharacters reaches the hook as one argument - no secrets reach it",
           "[snapshot_worker]")
 {
