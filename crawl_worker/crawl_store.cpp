@@ -219,13 +219,20 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
 std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason)
 {
     pqxx::work tx(m_conn);
-    // One count serves the outcome (unless forced) and the journal.
-    auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), count(*) "
+    // One count serves the outcome (unless forced) and the journal. A partial
+    // snapshot archived something: the crawl failed only if none of its snapshots
+    // succeeded or was partial.
+    auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), "
+                                  " count(*) FILTER (WHERE outcome = 'partial'), count(*) "
                                   "FROM snapshot WHERE crawl_id = $1",
                                   m_crawl_id);
     const long ok = counts[0].as<long>();
-    const long total = counts[1].as<long>();
-    const std::string outcome = forced ? *forced : ok == total ? "succeeded" : ok == 0 ? "failed" : "partial";
+    const long partial = counts[1].as<long>();
+    const long total = counts[2].as<long>();
+    const std::string outcome = forced ? *forced
+                                : ok == total ? "succeeded"
+                                : ok + partial == 0 ? "failed"
+                                : "partial";
     auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = now(), "
                             " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                             "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
@@ -236,7 +243,7 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     Event e{"crawl.sealed", fmt::format("crawl sealed {}{}", outcome, reason ? ": " + *reason : std::string()),
             m_crawl_id};
     e.process_id = m_owner;
-    e.detail = {{"outcome", outcome}, {"snapshots", total}, {"succeeded", ok}};
+    e.detail = {{"outcome", outcome}, {"snapshots", total}, {"succeeded", ok}, {"partial", partial}};
     record_event(tx, "crawl_worker", e);
     tx.commit();
     return outcome;

@@ -78,7 +78,9 @@ public:
     // Seals every unsealed snapshot with `outcome` (cancelled, timed_out, failed) and
     // fails their unfinished archive results. Returns how many.
     int seal_unsealed(const std::string& outcome, const std::string& reason);
-    // Seals the crawl; outcome derived from its snapshots unless `forced` is given.
+    // Seals the crawl with `forced`, or else with the outcome of its snapshots:
+    // succeeded when all succeeded (or it has none), failed when none succeeded
+    // or was partial, partial otherwise. Returns the outcome.
     std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason);
 
 private:

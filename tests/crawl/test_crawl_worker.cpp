@@ -313,6 +313,33 @@ TEST_CASE("crawl_worker: discovered URLs are crawled within max_depth and max_ur
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("crawl_worker: the crawl outcome - failed only when no snapshot succeeded or was partial", "[crawl_worker]")
+{
+    CrawlFixture f;
+    // Under /half/ one hook of two fails (the snapshot is partial), under /fail/ both do.
+    f.write_hook("save", "on_Snapshot__10_save.sh",
+                 "case \"$url\" in */fail/*) exit 1;; esac\n" + succeeded_record("saved"));
+    f.write_hook("meta", "on_Snapshot__20_meta.sh",
+                 "case \"$url\" in */fail/*|*/half/*) exit 1;; esac\n" + succeeded_record("meta"));
+    // Snapshot outcomes, then the crawl's.
+    auto outcomes = [&](const std::vector<std::string>& urls) {
+        auto id = f.add_crawl(urls);
+        auto q = f.quote(id);
+        auto p = f.run(id);
+        INFO(p->output());
+        CHECK(p->exit_code() == 0);
+        return f.scalar("SELECT string_agg(outcome, ' ' ORDER BY url) FROM snapshot WHERE crawl_id = " + q) + " -> " +
+               f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q);
+    };
+    CHECK(outcomes({"http://site.test/half/1", "http://site.test/half/2"}) == "partial partial -> sealed/partial");
+    CHECK(outcomes({"http://site.test/fail/1", "http://site.test/half/1"}) == "failed partial -> sealed/partial");
+    CHECK(outcomes({"http://site.test/fail/1", "http://site.test/ok/1"}) == "failed succeeded -> sealed/partial");
+    CHECK(outcomes({"http://site.test/fail/1", "http://site.test/fail/2"}) == "failed failed -> sealed/failed");
+    CHECK(outcomes({"http://site.test/ok/1", "http://site.test/ok/2"}) == "succeeded succeeded -> sealed/succeeded");
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.sealed' AND (detail->>'partial')::int = 2") == 1);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
 TEST_CASE("crawl_worker: Crawl hooks run in step order - a failing one stops the crawl only if required",
           "[crawl_worker]")
 {
