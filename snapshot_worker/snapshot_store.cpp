@@ -217,12 +217,16 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
     // The room goes to the page's first URLs that the crawl does not have yet: cut
     // before the filter, links to known pages (a site's menu on every page) would
     // use it up and new URLs would be dropped for good.
+    // Then inserted in URL order, whatever the page's: without max_urls nothing
+    // serialises two workers adding the same URLs, and each waits on the other's
+    // uncommitted row of a URL it reaches; in two different orders they would
+    // deadlock, in one order the later waits for the earlier and skips its rows.
     auto r = tx.exec_params("WITH fresh AS ("
                             "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
                             "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
                             "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5) "
                             "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
-                            "SELECT $1, $2, url, $3 FROM fresh "
+                            "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
                             "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
                             m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
     tx.commit();
