@@ -80,12 +80,15 @@ bool Lease::renew(pqxx::connection& conn)
                             m_item_id, m_owner, static_cast<double>(m_ttl.count()));
     tx.commit();
     m_renewed = Clock::now();
-    return !r.empty();
+    m_lost = r.empty();
+    return !m_lost;
 }
 
 bool Lease::renewal_due(Clock::time_point now) const
 {
-    return now >= next_renewal();
+    // A renewal that found the lease gone (one made for us during a teardown)
+    // is due again at once, so the owner's own check sees the loss.
+    return m_lost || now >= next_renewal();
 }
 
 Lease::Clock::time_point Lease::next_renewal() const

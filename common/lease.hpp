@@ -45,7 +45,8 @@ public:
 
     // Extends the lease. False when it was lost (expired and taken, or cleared).
     bool renew(pqxx::connection& conn);
-    // True when a third of the TTL has passed since the last renewal.
+    // True when a third of the TTL has passed since the last renewal, or the
+    // last renewal found the lease lost.
     bool renewal_due(Clock::time_point now = Clock::now()) const;
     // When the next renewal is due.
     Clock::time_point next_renewal() const;
@@ -67,6 +68,7 @@ private:
     std::string m_owner;
     std::chrono::seconds m_ttl;
     int m_attempts;
+    bool m_lost = false;
     Clock::time_point m_renewed = Clock::now();
 };
 

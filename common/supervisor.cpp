@@ -28,6 +28,7 @@ using std::chrono::milliseconds;
 // Adopted orphans give no pidfd event, so while anything is supervised the
 // loop wakes at least this often to reap them and re-check fallback trees.
 constexpr milliseconds k_poll_tick{100};
+constexpr milliseconds k_blocked_task_interval{1000};
 
 void epoll_add(int epoll, int fd, std::uint32_t events)
 {
@@ -375,6 +376,21 @@ void Supervisor::wait_until(Clock::time_point until)
         n = ::epoll_wait(m_epoll.get(), events, 16, static_cast<int>(wait.count()));
     } while (n < 0 && errno == EINTR);
     handle_events();
+    if (m_while_blocked && Clock::now() >= m_next_blocked_task) {
+        m_next_blocked_task = Clock::now() + k_blocked_task_interval;
+        try {
+            settle_write(); // the owner's statement must not meet one of ours in flight
+            m_while_blocked();
+        } catch (const std::exception& e) {
+            log::warn("owner's task during a blocking wait failed", {{"error", e.what()}});
+        }
+    }
+}
+
+void Supervisor::set_while_blocked(std::function<void()> task)
+{
+    m_while_blocked = std::move(task);
+    m_next_blocked_task = Clock::now() + k_blocked_task_interval;
 }
 
 } // namespace orch

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <exception>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <set>
 #include <memory>
@@ -184,6 +185,13 @@ public:
     void write_held_exits();
 
     bool is_running(const std::string& row_id) const;
+    // Called about once a second while wait() or teardown() block, with no
+    // statement of ours in flight: the owner renews its lease there, so a long
+    // teardown (several timed-out hooks, workers given their stop grace) cannot
+    // let it expire and have the work claimed by another worker meanwhile. An
+    // exception it throws is logged and dropped: the teardown goes on. Empty to
+    // remove; the owner removes it before it goes away.
+    void set_while_blocked(std::function<void()> task);
     // True when the process has exited but left processes behind in its tree
     // (a hook that backgrounded a child, or one that double-forked) and no
     // wait() or teardown() has claimed it yet. A foreground owner then calls
@@ -238,6 +246,8 @@ private:
     std::vector<ProcessOutcome> m_finished;      // for take_finished()
     std::map<std::string, ProcessOutcome> m_done; // for wait() and teardown()
     std::chrono::steady_clock::time_point m_next_heartbeat;
+    std::function<void()> m_while_blocked;
+    std::chrono::steady_clock::time_point m_next_blocked_task{};
     std::chrono::steady_clock::time_point m_next_log_check;
     std::set<std::string> m_bounded_logs; // logs already reported as over their limit
     bool m_owns_self_row = false;

@@ -23,6 +23,17 @@ CrawlRun::CrawlRun(Context ctx, Supervisor& supervisor, CrawlStore& store, Lease
     : m_ctx(std::move(ctx)), m_supervisor(supervisor), m_store(store), m_lease(lease), m_conn(conn), m_stop(stop),
       m_cancel_listener(conn, "crawl_cancel")
 {
+    // A lost lease is not acted on here: the run's own check sees renew() fail again.
+    m_supervisor.set_while_blocked([this] {
+        if (m_lease.renewal_due()) {
+            m_lease.renew(m_conn);
+        }
+    });
+}
+
+CrawlRun::~CrawlRun()
+{
+    m_supervisor.set_while_blocked({});
 }
 
 Clock::time_point CrawlRun::crawl_deadline() const

@@ -46,8 +46,13 @@ public:
         ContainmentOptions containment; // for recovering the hooks of a worker that died
     };
 
+    // Renews the lease while the supervisor blocks in a wait or a teardown
+    // (Supervisor::set_while_blocked), until destroyed.
     CrawlRun(Context ctx, Supervisor& supervisor, CrawlStore& store, Lease& lease, pqxx::connection& conn,
              StopSignals& stop);
+    ~CrawlRun();
+    CrawlRun(const CrawlRun&) = delete;
+    CrawlRun& operator=(const CrawlRun&) = delete;
 
     // ok = sealed; interrupted = stopped by a signal, or paused by an operator (the
     // running snapshots finished first), crawl released; config_error = a snapshot

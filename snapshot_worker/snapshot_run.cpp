@@ -36,6 +36,17 @@ SnapshotRun::SnapshotRun(Context context, Supervisor& supervisor, SnapshotStore&
     : m_ctx(std::move(context)), m_supervisor(supervisor), m_store(store), m_lease(lease), m_conn(conn), m_stop(stop),
       m_filter(filter)
 {
+    // A lost lease is not acted on here: the run's own check sees renew() fail again.
+    m_supervisor.set_while_blocked([this] {
+        if (m_lease.renewal_due()) {
+            m_lease.renew(m_conn);
+        }
+    });
+}
+
+SnapshotRun::~SnapshotRun()
+{
+    m_supervisor.set_while_blocked({});
 }
 
 std::filesystem::path SnapshotRun::hook_dir(const PlannedHook& planned) const

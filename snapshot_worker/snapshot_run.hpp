@@ -41,8 +41,13 @@ public:
         std::chrono::milliseconds teardown_grace{10'000};
     };
 
+    // Renews the lease while the supervisor blocks in a wait or a teardown
+    // (Supervisor::set_while_blocked), until destroyed.
     SnapshotRun(Context context, Supervisor& supervisor, SnapshotStore& store, Lease& lease, pqxx::connection& conn,
                 StopSignals& stop, const UrlFilter& filter);
+    ~SnapshotRun();
+    SnapshotRun(const SnapshotRun&) = delete;
+    SnapshotRun& operator=(const SnapshotRun&) = delete;
 
     // Returns ok when every hook ran (the snapshot may be sealed; the store may
     // still hold the last results, which the seal writes first), interrupted

@@ -11,6 +11,7 @@
 
 #include <fstream>
 #include <set>
+#include <thread>
 
 using namespace orch::test;
 using namespace std::chrono_literals;
@@ -262,5 +263,42 @@ TEST_CASE("snapshot_worker: a lease its crawl worker claimed for it is taken as 
         CHECK_FALSE(std::filesystem::exists(runs));
         CHECK(f.scalar("SELECT count(*) FROM process WHERE process_type = 'hook'") == "0");
         CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = $1", {snap}) == other);
+    }
+}
+
+TEST_CASE("snapshot_worker: the lease is renewed while timed-out hooks are torn down one after another - it never "
+          "expires",
+          "[snapshot_worker][lease]")
+{
+    WorkerFixture f;
+    auto snap = f.add_simple_snapshot();
+    // Three hooks that ignore SIGTERM time out together after 1 s; each is given
+    // its 2 s grace in turn, about 6 s in all against a 3 s lease.
+    f.write_config("stuck", R"({"timeout": 1})");
+    for (const auto* name : {"on_Snapshot__10_a.sh", "on_Snapshot__10_b.sh", "on_Snapshot__10_c.sh"}) {
+        f.write_hook("stuck", name, "trap '' TERM\nwhile :; do sleep 0.1; done\n");
+    }
+    auto w = f.start_worker(snap, {{"LEASE_TTL", "3"}, {"TEARDOWN_GRACE", "2"}, {"HOOK_PARALLELISM", "3"}});
+    int samples = 0;
+    int expired = 0;
+    const auto give_up = std::chrono::steady_clock::now() + 60s;
+    while (f.scalar("SELECT status FROM snapshot WHERE id = $1", {snap}) != "sealed" &&
+           std::chrono::steady_clock::now() < give_up) {
+        const auto v = f.scalar("SELECT (SELECT lease_expires_at < now() FROM snapshot "
+                                "        WHERE id = $1 AND lease_owner IS NOT NULL)",
+                                {snap});
+        samples += v.empty() ? 0 : 1;
+        expired += v == "t" ? 1 : 0;
+        std::this_thread::sleep_for(100ms);
+    }
+    REQUIRE(w->wait_for(30s));
+    INFO(w->err());
+    CHECK(w->exit_code() == 0);
+    INFO("lease samples during the teardowns: " << samples << ", expired in " << expired);
+    CHECK(samples > 30);
+    CHECK(expired == 0);
+    for (const auto& [hook, r] : f.results(snap)) {
+        INFO(hook);
+        CHECK(r.status == "failed");
     }
 }
