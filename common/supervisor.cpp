@@ -114,6 +114,18 @@ Supervisor::~Supervisor()
         }
     } catch (const std::exception& e) {
         log::error("supervisor shutdown failed", {{"error", e.what()}});
+        // The teardown stopped at a database error (a PostgreSQL restart is a
+        // common reason to be tearing down at all): no process outlives us
+        // anyway. A cgroup leaf would kill its tree when destroyed; a fallback
+        // tree has nothing else.
+        for (auto& [id, tree] : m_trees) {
+            try {
+                tree->kill_tree();
+            } catch (const std::exception& kill_error) {
+                log::error("cannot kill a tree left by a failed shutdown",
+                           {{"process", id}, {"error", kill_error.what()}});
+            }
+        }
     }
 }
 

@@ -232,3 +232,27 @@ TEST_CASE("leader exited but not reaped yet: phase 1 signals the whole tree", "[
     CHECK(total < 2500ms);
     CHECK(pids_with_cookie(fx.column(leader.row_id, "cookie")).empty());
 }
+
+TEST_CASE("a database error mid-teardown still kills every tree - none outlives the supervisor", "[teardown]")
+{
+    const bool fallback = GENERATE(false, true);
+    INFO("mode " << mode_name(fallback));
+    SupervisionFixture fx;
+    std::string deaf_cookie;
+    {
+        Supervisor sup(*fx.conn, fx.options(fallback));
+        // The polite tree's exit is written during the teardown, on a connection
+        // that is gone: that write throws between SIGTERM and SIGKILL.
+        const auto polite = sup.launch(fx.request({"sh", "-c", "echo ready; while :; do sleep 0.1; done"}, "polite"));
+        const auto deaf = sup.launch(fx.request(
+            {"sh", "-c", std::string("setsid sh -c \"") + k_deaf + "\" & " + k_deaf}, "deaf"));
+        deaf_cookie = fx.column(deaf.row_id, "cookie");
+        const auto log = fx.column(deaf.row_id, "stdout_path");
+        REQUIRE(eventually([&] { return read_file_tail(log).find("ready\nready") != std::string::npos; }));
+        REQUIRE(pids_with_cookie(deaf_cookie).size() >= 2);
+        pqxx::connection killer(base_database_url());
+        pqxx::nontransaction(killer).exec_params("SELECT pg_terminate_backend($1)", fx.conn->backendpid());
+        (void)polite;
+    } // ~Supervisor: teardown, which meets the dead connection
+    CHECK(eventually([&] { return pids_with_cookie(deaf_cookie).empty(); }, 5s));
+}
