@@ -126,32 +126,58 @@ std::optional<CronSchedule> CronSchedule::parse(const std::string& input, std::s
     // As in Vixie cron, a field starting with '*' ("*", "*/2") counts as unrestricted.
     s.m_days_restricted = fields[2].front() != '*';
     s.m_weekdays_restricted = fields[4].front() != '*';
+    // Refused here rather than run on an invented date: the fields are each valid,
+    // but no calendar day has them all.
+    if (!s.next_after(0)) {
+        return fail(fmt::format("cron expression '{}' never matches: no date has that day of the month in those "
+                                "months (February has at most 29 days; April, June, September and November 30)",
+                                input));
+    }
     return s;
 }
 
-std::time_t CronSchedule::next_after(std::time_t after) const
+bool CronSchedule::matches_day(const std::tm& day) const
+{
+    if (!(m_months & (1u << (day.tm_mon + 1)))) {
+        return false;
+    }
+    bool day_ok = (m_days & (1u << day.tm_mday)) != 0;
+    bool weekday_ok = (m_weekdays & (1u << day.tm_wday)) != 0;
+    // Standard cron: when both day fields are restricted, either may match.
+    return (m_days_restricted && m_weekdays_restricted) ? (day_ok || weekday_ok) : (day_ok && weekday_ok);
+}
+
+std::optional<std::time_t> CronSchedule::next_after(std::time_t after) const
 {
     if (m_every_seconds > 0) {
         return after + m_every_seconds;
     }
-    std::time_t t = (after / 60 + 1) * 60;
-    // Every minute of four years at most: always finds Feb 29 schedules.
-    for (int i = 0; i < 4 * 366 * 24 * 60; ++i, t += 60) {
-        std::tm tm{};
-        gmtime_r(&t, &tm);
-        if (!(m_months & (1u << (tm.tm_mon + 1))) || !(m_hours & (1u << tm.tm_hour)) ||
-            !(m_minutes & (1ULL << tm.tm_min))) {
+    constexpr std::time_t k_day = 86400;
+    // 400 Gregorian years are 146097 days, a whole number of weeks: past them every
+    // date falls on the same weekday again, so a day that matches is found within
+    // one cycle or never (February 29 on a Sunday comes back after 28 years, not 4).
+    constexpr long k_cycle_days = 146097;
+    const std::time_t first = (after / 60 + 1) * 60;
+    std::time_t midnight = first - ((first % k_day) + k_day) % k_day;
+    for (long i = 0; i <= k_cycle_days; ++i, midnight += k_day) {
+        std::tm day{};
+        gmtime_r(&midnight, &day);
+        if (!matches_day(day)) {
             continue;
         }
-        bool day_ok = (m_days & (1u << tm.tm_mday)) != 0;
-        bool weekday_ok = (m_weekdays & (1u << tm.tm_wday)) != 0;
-        // Standard cron: when both day fields are restricted, either may match.
-        bool match = (m_days_restricted && m_weekdays_restricted) ? (day_ok || weekday_ok) : (day_ok && weekday_ok);
-        if (match) {
-            return t;
+        for (int hour = 0; hour < 24; ++hour) {
+            if (!(m_hours & (1u << hour))) {
+                continue;
+            }
+            for (int minute = 0; minute < 60; ++minute) {
+                const std::time_t t = midnight + hour * 3600 + minute * 60;
+                if ((m_minutes & (1ULL << minute)) && t >= first) {
+                    return t;
+                }
+            }
         }
     }
-    return after + 86400; // unreachable for valid expressions
+    return std::nullopt;
 }
 
 } // namespace orch

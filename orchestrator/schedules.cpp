@@ -49,10 +49,14 @@ std::string add_schedule(pqxx::connection& conn, const std::string& schedule, co
         tmpl["label"] = *crawl.label;
     }
     auto next = cron.next_after(std::time(nullptr));
+    if (!next) {
+        // parse() refuses an expression that never matches; never store an invented time.
+        throw InvalidInput(fmt::format("schedule '{}' never matches", schedule));
+    }
     pqxx::work tx(conn);
     auto id = tx.exec_params1("INSERT INTO crawl_schedule (template, schedule, label, next_run_at) "
                               "VALUES ($1::jsonb, $2, $3, to_timestamp($4)) RETURNING id",
-                              tmpl.dump(), schedule, crawl.label, static_cast<double>(next))[0]
+                              tmpl.dump(), schedule, crawl.label, static_cast<double>(*next))[0]
                   .as<std::string>();
     Event e{"schedule.added", fmt::format("schedule {} added ({} URLs)", schedule, tmpl["urls"].size())};
     e.detail = {{"schedule_id", id}, {"schedule", schedule}};
@@ -115,20 +119,28 @@ int enqueue_due_schedules(pqxx::connection& conn)
         auto tick = row[3].as<double>();
         std::string error;
         auto cron = CronSchedule::parse(row[1].as<std::string>(), &error);
-        if (!cron) {
+        // A schedule that was down for a while runs once, not once per missed tick.
+        auto next = cron ? cron->next_after(std::max(static_cast<std::time_t>(tick), std::time(nullptr)))
+                         : std::nullopt;
+        if (!next) {
+            // An expression this binary refuses (stored by an older one, or by hand),
+            // such as one that never matches: disabled, not run at a made-up time
+            // and not skipped. Skipped, it would stay due and be read again at every
+            // poll of every orchestrator while `schedule list` showed it enabled;
+            // disabled, the list, the journal and `status` say so until it is replaced.
+            if (error.empty()) {
+                error = "it has no next run time";
+            }
             log::error("disabling schedule with an invalid expression", {{"schedule", id}, {"error", error}});
-            tx.exec_params0("UPDATE crawl_schedule SET enabled = false WHERE id = $1", id);
+            tx.exec_params0("UPDATE crawl_schedule SET enabled = false, modified_at = now() WHERE id = $1", id);
             Event e{"schedule.disabled", "schedule disabled: its expression is invalid: " + error};
-            e.detail = {{"schedule_id", id}};
+            e.detail = {{"schedule_id", id}, {"schedule", row[1].as<std::string>()}};
             record_event(tx, "orchestrator", e);
             continue;
         }
-        // A schedule that was down for a while runs once, not once per missed tick.
-        auto now = std::time(nullptr);
-        auto next = cron->next_after(std::max(static_cast<std::time_t>(tick), now));
         tx.exec_params0("UPDATE crawl_schedule SET last_run_at = next_run_at, next_run_at = to_timestamp($2), "
                         " modified_at = now() WHERE id = $1",
-                        id, static_cast<double>(next));
+                        id, static_cast<double>(*next));
         auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
         auto r = tx.exec_params(
             "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "

@@ -35,7 +35,9 @@ std::time_t next_run(const std::string& expr, std::time_t after)
     auto s = CronSchedule::parse(expr, &error);
     INFO(expr << ": " << error);
     REQUIRE(s);
-    return s->next_after(after);
+    auto next = s->next_after(after);
+    REQUIRE(next);
+    return *next;
 }
 
 std::string parse_error(const std::string& expr)
@@ -70,6 +72,11 @@ TEST_CASE("cron: aliases steps ranges lists and intervals", "[orchestrator][sche
     CHECK(next_run("0 0 */1 * 1", t) == utc(2024, 1, 8, 0, 0));
     CHECK(next_run("0 0 13 * */1", t) == utc(2024, 1, 13, 0, 0));
     CHECK(next_run("0 0 29 2 *", utc(2024, 3, 1, 0, 0)) == utc(2028, 2, 29, 0, 0));
+    // February 29 on a Sunday ("*/7" keeps the weekday field unrestricted: both must
+    // match): eight years away, beyond any window shorter than the 400-year cycle.
+    CHECK(next_run("0 0 29 2 */7", utc(2024, 3, 1, 0, 0)) == utc(2032, 2, 29, 0, 0));
+    CHECK(next_run("0 0 1 2 */1", utc(2024, 3, 1, 0, 0)) == utc(2025, 2, 1, 0, 0));
+    CHECK(next_run("0 0 31 1-12 *", utc(2024, 1, 31, 0, 0)) == utc(2024, 3, 31, 0, 0));
     CHECK(next_run("* * * * *", utc(2024, 12, 31, 23, 59)) == utc(2025, 1, 1, 0, 0));
     CHECK(next_run("  0   12 * * *  ", t) == utc(2024, 1, 6, 12, 0)); // extra blanks
     CHECK(next_run("@every 90s", t) == t + 90);
@@ -93,6 +100,10 @@ TEST_CASE("cron: invalid expressions are refused with a clear error", "[orchestr
     CHECK_THAT(parse_error("1,,2 * * * *"), Catch::Contains("invalid cron expression"));
     CHECK_THAT(parse_error("a * * * *"), Catch::Contains("invalid cron expression"));
     CHECK_THAT(parse_error("-1 * * * *"), Catch::Contains("invalid cron expression"));
+    // Each field is valid, but no date has them all: refused, never run on a made-up day.
+    for (const char* never : {"* * 31 2 *", "0 0 30 2 *", "0 0 31 4 *", "0 0 31 6,9,11 *", "0 0 30,31 2 */7"}) {
+        CHECK_THAT(parse_error(never), Catch::Contains(std::string("cron expression '") + never + "' never matches"));
+    }
     CHECK_THAT(parse_error("@often"), Catch::Contains("unknown schedule alias '@often'"));
     CHECK_THAT(parse_error("@every"), Catch::Contains("unknown schedule alias"));
     CHECK_THAT(parse_error("@every 5x"), Catch::Contains("invalid interval unit"));
@@ -188,4 +199,42 @@ TEST_CASE("schedules: a due schedule enqueues exactly one crawl with two orchest
     CHECK(again->exit_code() == 0);
     CHECK(f.count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 2);
     CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("schedules: an expression that never matches is refused by schedule add - one stored before is disabled "
+          "by the orchestrator - never run daily",
+          "[orchestrator][schedules]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0.1);
+    auto cli = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", f.db.url(),
+                                         "--data-dir", f.data.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv);
+    };
+    for (const char* never : {"* * 31 2 *", "0 0 30 2 *", "0 0 31 4 *"}) {
+        auto r = cli({"schedule", "add", "--every", never, "http://never.test/"});
+        INFO(never << ": " << r.err);
+        CHECK(r.exit_code == 7);
+        CHECK_THAT(r.err, Catch::Contains("never matches"));
+    }
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 0);
+    CHECK(f.count("SELECT count(*) FROM event") == 0);
+
+    // One stored by an older binary (which gave it "tomorrow"), now due.
+    f.exec("INSERT INTO crawl_schedule (template, schedule, next_run_at) VALUES ("
+           "'{\"urls\": [\"http://never.test/\"], \"max_depth\": 0, \"config\": {}, \"tags\": []}', "
+           "'0 0 30 2 *', now() - interval '1 minute')");
+    auto once = f.run({}, "machine-a");
+    INFO(describe(*once));
+    CHECK(once->exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM crawl") == 0);
+    CHECK(f.rows("SELECT enabled::text, (last_run_at IS NULL)::text, (next_run_at < now())::text FROM crawl_schedule") ==
+          std::vector<std::vector<std::string>>{{"false", "true", "true"}});
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'schedule.disabled' AND actor = 'orchestrator' "
+                  "AND message LIKE '%never matches%' AND detail->>'schedule' = '0 0 30 2 *'") == 1);
+    auto listed = cli({"schedule", "list", "--json"});
+    REQUIRE(listed.exit_code == 0);
+    CHECK(nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')))["enabled"] == false);
 }
