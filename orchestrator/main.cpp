@@ -8,6 +8,7 @@
 #include "orchestrator/metrics_server.hpp"
 #include "orchestrator/ops_commands.hpp"
 #include "orchestrator/orchestrator_run.hpp"
+#include "orchestrator/text_options.hpp"
 
 #include <algorithm>
 
@@ -128,6 +129,7 @@ int main(int argc, char** argv)
             return 0;
         }
         if (*add_cmd) {
+            require_utf8_options(*add_cmd, {"--label", "--tag"});
             add.plugins_dir = run.plugins_dir;
             command_add(common, add);
             return 0;
@@ -137,6 +139,9 @@ int main(int argc, char** argv)
                 if (*sub) {
                     schedule.action = sub->get_name();
                 }
+            }
+            if (*sched_add) {
+                require_utf8_options(*sched_add, {"--label", "--tag"});
             }
             schedule.add.plugins_dir = run.plugins_dir;
             command_schedule(common, schedule);

@@ -3,6 +3,7 @@
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/migrate.hpp"
+#include "orchestrator/text_options.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -154,10 +155,12 @@ std::optional<int> OpsCommands::run()
     } else if (*m_show) {
         command_show(m_common, m_show_options);
     } else if (*m_crawls) {
+        require_utf8_options(*m_crawls, {"--label", "--tag"});
         command_crawls(m_common, m_crawls_options);
     } else if (*m_cancel) {
         for_each_crawl(m_common, m_cancel_ids, cancel_crawl);
     } else if (*m_pause) {
+        require_utf8_options(*m_pause, {"--reason"});
         for_each_crawl(m_common, m_pause_ids,
                        [&](pqxx::connection& conn, const std::string& id) { pause_crawl(conn, id, m_pause_reason); });
     } else if (*m_resume) {
@@ -167,6 +170,7 @@ std::optional<int> OpsCommands::run()
     } else if (*m_prune) {
         command_prune(m_common, m_prune_options);
     } else if (*m_events) {
+        require_utf8_options(*m_events, {"--kind"});
         command_events(m_common, m_events_options);
     } else if (*m_ops) {
         command_create_reader_role(m_common, m_role_options);

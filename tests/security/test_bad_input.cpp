@@ -111,6 +111,48 @@ TEST_CASE("invalid URLs are rejected with exit 7 and add nothing", "[bad_input][
     }
 }
 
+TEST_CASE("free text that is not UTF-8 is rejected with exit 7 naming its option - nothing written",
+          "[bad_input][utf8]")
+{
+    SecurityFixture f;
+    auto id = f.add_crawl({"http://text.test/"});
+    auto before = f.fingerprint();
+    // A lone continuation byte, a byte never valid in UTF-8, an overlong '/' and a
+    // surrogate, each after valid text.
+    for (const std::string& bad : {std::string("\xff"), std::string("caf\xc3"), std::string("a\xc0\xaf" "b"),
+                                  std::string("x\xed\xa0\x80")}) {
+        DYNAMIC_SECTION("value of " << bad.size() << " bytes")
+        {
+            expect_rejected(f, f.run("orchestrator", {"add", "http://text.test/", "--label", bad}), 7,
+                            "--label: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"add", "http://text.test/", "--tag", "ok", "--tag", bad}), 7,
+                            "--tag: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"pause", id, "--reason", bad}), 7,
+                            "--reason: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"schedule", "add", "--every", "@daily", "--label", bad,
+                                                      "http://text.test/"}),
+                            7, "--label: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"schedule", "add", "--every", "@daily", "--tag", bad,
+                                                      "http://text.test/"}),
+                            7, "--tag: the value is not valid UTF-8", before);
+            // Filters of the read-only commands too: nothing could match, but a
+            // raw database error (exit 1) is not the answer.
+            expect_rejected(f, f.run("orchestrator", {"crawls", "--label", bad}), 7,
+                            "--label: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"crawls", "--tag", bad}), 7,
+                            "--tag: the value is not valid UTF-8", before);
+            expect_rejected(f, f.run("orchestrator", {"events", "--kind", bad}), 7,
+                            "--kind: the value is not valid UTF-8", before);
+        }
+    }
+    // Valid UTF-8 beyond ASCII is text like any other.
+    auto fine = f.run("orchestrator", {"pause", id, "--reason", "caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\xa6"});
+    INFO(fine.err);
+    CHECK(fine.exit_code == 0);
+    CHECK(f.scalar("SELECT message FROM event WHERE kind = 'crawl.paused'") ==
+          "paused by operator: caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\xa6");
+}
+
 TEST_CASE("a malformed config.json stops the worker with exit 3 naming the file - nothing claimed", "[bad_input][config]")
 {
     SecurityFixture f;
