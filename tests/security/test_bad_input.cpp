@@ -153,6 +153,37 @@ TEST_CASE("free text that is not UTF-8 is rejected with exit 7 naming its option
           "paused by operator: caf\xc3\xa9 \xe2\x9c\x93 \xf0\x9f\x93\xa6");
 }
 
+TEST_CASE("an age longer than 100 years is rejected with exit 7 - not a raw SQL error - 100 years is accepted",
+          "[bad_input][age]")
+{
+    SecurityFixture f;
+    f.add_crawl({"http://age.test/"});
+    auto before = f.fingerprint();
+    const std::vector<std::pair<std::vector<std::string>, std::string>> too_long = {
+        {{"ps", "--since", "9999999w"}, "--since '9999999w'"},
+        {{"ps", "--since", "36526d"}, "--since '36526d'"},
+        {{"events", "--since", "9223372036854775807s"}, "--since '9223372036854775807s'"},
+        {{"events", "--since", "99999999999999999999s"}, "--since '99999999999999999999s'"},
+        {{"crawls", "--since", "5218w"}, "--since '5218w'"},
+        {{"prune", "--older-than", "99999999999d"}, "--older-than '99999999999d'"},
+        {{"prune", "--older-than", "876601h", "--dry-run"}, "--older-than '876601h'"},
+    };
+    for (const auto& [args, needle] : too_long) {
+        auto r = f.run("orchestrator", args);
+        expect_rejected(f, r, 7, needle + ": too long; at most 100 years", before);
+        CHECK(r.err.find("database error") == std::string::npos);
+    }
+    // The bound itself, in each unit, reaches the database and is answered.
+    for (const std::vector<std::string>& args :
+         {std::vector<std::string>{"ps", "--since", "36525d", "--json"}, {"ps", "--since", "5217w", "--json"},
+          {"events", "--since", "876600h", "--json"}, {"crawls", "--since", "52596000m", "--json"},
+          {"events", "--since", "3155760000s", "--json"}, {"prune", "--older-than", "36525d", "--dry-run"}}) {
+        auto r = f.run("orchestrator", args);
+        INFO(args[0] << " " << args[1] << " " << args[2] << ": " << r.err);
+        CHECK(r.exit_code == 0);
+    }
+}
+
 TEST_CASE("a malformed config.json stops the worker with exit 3 naming the file - nothing claimed", "[bad_input][config]")
 {
     SecurityFixture f;
