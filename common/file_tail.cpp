@@ -1,6 +1,7 @@
 #include "common/file_tail.hpp"
 
 #include "common/fd.hpp"
+#include "common/log_bound.hpp"
 #include "common/utf8.hpp"
 
 #include <algorithm>
@@ -29,7 +30,13 @@ std::string read_file_tail(const std::filesystem::path& path, std::size_t max_by
     std::string data;
     if (S_ISREG(st.st_mode) && st.st_size > 0) {
         const auto size = static_cast<std::size_t>(st.st_size);
-        const auto start = size > max_bytes ? size - max_bytes : 0;
+        auto start = size > max_bytes ? size - max_bytes : 0;
+        // A bounded log (common/log_bound.hpp) reads as zeros where its oldest output
+        // was deallocated: the tail starts at what it kept. Only a file with fewer
+        // blocks than its size can have such a hole, so the others cost no lseek.
+        if (static_cast<std::uint64_t>(st.st_blocks) * 512 < static_cast<std::uint64_t>(st.st_size)) {
+            start = std::max(start, static_cast<std::size_t>(next_kept_offset(fd.get(), start)));
+        }
         data.resize(size - start);
         std::size_t got = 0;
         while (got < data.size()) {

@@ -6,7 +6,8 @@
 
 namespace orch {
 
-// The last `max_bytes` of a file (whole file if smaller); empty if it cannot
+// The last `max_bytes` of a file (whole file if smaller), never reaching into
+// the part a log bound deallocated (common/log_bound.hpp); empty if it cannot
 // be read. Never throws for a missing file. Invalid UTF-8 is replaced so the
 // result can be stored in a text column.
 std::string read_file_tail(const std::filesystem::path& path, std::size_t max_bytes = 4096);

@@ -1,10 +1,15 @@
 #include "common/log_bound.hpp"
 
+#include "common/errors.hpp"
 #include "common/fd.hpp"
+
+#include <algorithm>
+#include <cerrno>
 
 #include <fcntl.h>
 #include <linux/falloc.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 namespace orch {
 
@@ -43,6 +48,26 @@ std::uint64_t bound_log_file(const std::filesystem::path& path, std::uint64_t ma
         return 0;
     }
     return end;
+}
+
+std::uint64_t next_kept_offset(int fd, std::uint64_t from)
+{
+    const off_t data = ::lseek(fd, static_cast<off_t>(from), SEEK_DATA);
+    if (data >= 0) {
+        return static_cast<std::uint64_t>(data);
+    }
+    if (errno == ENXIO) {
+        // No data from `from` to the end: deallocated, or `from` is at the end already.
+        const off_t end = ::lseek(fd, 0, SEEK_END);
+        if (end < 0) {
+            throw_errno("lseek SEEK_END");
+        }
+        return std::max(from, static_cast<std::uint64_t>(end));
+    }
+    if (errno == EINVAL) {
+        return from; // no SEEK_DATA here: the whole file counts as data
+    }
+    throw_errno("lseek SEEK_DATA");
 }
 
 } // namespace orch

@@ -14,4 +14,11 @@ namespace orch {
 // Never throws: a log that cannot be bounded is not a reason to stop a hook.
 std::uint64_t bound_log_file(const std::filesystem::path& path, std::uint64_t max_bytes);
 
+// The reader's side: the offset of the first byte at or after `from` that the log
+// `fd` still holds, past the hole bound_log_file left (lseek SEEK_DATA). `from`
+// itself when nothing there was deallocated or the filesystem reports no holes;
+// the file's size when everything from `from` on was deallocated. Moves the file
+// offset of `fd`. Throws std::system_error when lseek fails otherwise.
+std::uint64_t next_kept_offset(int fd, std::uint64_t from);
+
 } // namespace orch

@@ -325,3 +325,76 @@ TEST_CASE("orchestrator: a crawl whose own configuration is refused is paused - 
     CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + q) == "sealed/succeeded");
     CHECK(f.wait_no_leftovers().empty());
 }
+
+TEST_CASE("orchestrator: logs of a hook whose output outgrew HOOK_LOG_MAX_BYTES prints the kept part - says how much "
+          "was discarded - no zeros",
+          "[orchestrator][logs]")
+{
+    OrchFixture f;
+    // About 960 kB on stdout and on stderr, against a 64 KiB bound: the hook's
+    // supervisor deallocates all but the newest 32 KiB or so of each log.
+    const std::string record = R"({"type":"ArchiveResult","status":"succeeded","output_str":"chatty"})";
+    f.write_hook("chatty", "on_Snapshot__10_chatty.sh",
+                 "for i in $(seq 1 20000); do printf 'out line %05d of a hook that says far too much\\n' $i; done\n"
+                 "for i in $(seq 1 20000); do printf 'err line %05d of a hook that says far too much\\n' $i >&2; done\n"
+                 "echo '" + record + "'\n");
+    f.add_crawl({"http://chatty.test/"});
+    auto p = f.start({}, "machine-a", std::nullopt, {{"HOOK_LOG_MAX_BYTES", "65536"}});
+    REQUIRE(p->wait_for(120s));
+    INFO(describe(*p));
+    REQUIRE(p->exit_code() == 0);
+    CHECK(f.scalar("SELECT status || ' ' || output_str FROM archive_result") == "succeeded chatty");
+    const auto id = f.scalar("SELECT id FROM process WHERE hook_name = 'chatty/on_Snapshot__10_chatty.sh'");
+    REQUIRE(id.size() == 36);
+    auto logs = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "logs", id, "--database-url", f.db.url(),
+                                         "--data-dir", f.data.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv);
+    };
+    auto ends_with = [](const std::string& text, const std::string& end) {
+        return text.size() >= end.size() && text.compare(text.size() - end.size(), end.size(), end) == 0;
+    };
+
+    for (const char* stream : {"stdout", "stderr"}) {
+        INFO(stream);
+        const bool err = std::string(stream) == "stderr";
+        const auto path = f.scalar(std::string("SELECT ") + stream + "_path FROM process WHERE id = " + f.quote(id));
+        const auto size = std::filesystem::file_size(path);
+        REQUIRE(size > 900'000);
+        const std::vector<std::string> which = err ? std::vector<std::string>{"--stderr"} : std::vector<std::string>{};
+        const std::string last = err ? "err line 20000 of a hook that says far too much\n"
+                                     : "out line 20000 of a hook that says far too much\n" + record + "\n";
+
+        auto all = logs(which);
+        INFO(all.err);
+        REQUIRE(all.exit_code == 0);
+        CHECK(all.out.find('\0') == std::string::npos);
+        CHECK(all.out.size() >= 16 * 1024);
+        CHECK(all.out.size() <= 64 * 1024);
+        CHECK(ends_with(all.out, last));
+        // What it printed and what it said was discarded make up the file.
+        CHECK_THAT(all.err, Catch::Contains("[" + std::to_string(size - all.out.size()) + " bytes of older " + stream +
+                                            " output discarded"));
+
+        // -n within the kept part: the last lines, nothing to say.
+        auto args = which;
+        args.insert(args.end(), {"-n", err ? "1" : "2"});
+        auto tail = logs(args);
+        CHECK(tail.exit_code == 0);
+        CHECK(tail.out == last);
+        CHECK(tail.err.empty());
+        // -n reaching past it: the kept part, and how much is gone.
+        args = which;
+        args.insert(args.end(), {"-n", "100000"});
+        auto deep = logs(args);
+        CHECK(deep.exit_code == 0);
+        CHECK(deep.out == all.out);
+        CHECK(deep.err == all.err);
+
+        // The tail stored in the row is the end of the kept output.
+        const auto stored = f.scalar(std::string("SELECT ") + stream + "_tail FROM process WHERE id = " + f.quote(id));
+        CHECK(ends_with(stored, last));
+        CHECK(stored.find('?') == std::string::npos);
+    }
+}
