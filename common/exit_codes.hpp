@@ -16,7 +16,8 @@ enum class ExitCode : int {
     invalid_input = 7,       // malformed id, URL or file given on the command line
     lease_lost = 8,          // another worker holds (or took) the item's lease
     already_running = 9,     // the single-runner gate is held by another orchestrator
-    interrupted = 10,        // stopped by SIGTERM/SIGINT; work released and resumable
+    interrupted = 10,        // a one-shot run or a worker stopped by SIGTERM/SIGINT, or a crawl worker's crawl
+                             // is paused; work released and resumable (a daemon stopped by a signal exits ok)
 };
 
 constexpr int to_int(ExitCode code) { return static_cast<int>(code); }

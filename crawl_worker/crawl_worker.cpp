@@ -81,9 +81,10 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     }
     if (crawl->status == "paused") {
         // Paused between our orchestrator's claim and now: its lease goes back at once.
+        // The same exit as a worker whose crawl was paused while it ran: not done, resumable.
         store.release_unstarted(adopt, cookie);
         log::warn(fmt::format("crawl is paused; nothing to do until `orchestrator resume {}`", crawl_id));
-        return ExitCode::ok;
+        return ExitCode::interrupted;
     }
     // Every setting is read before anything is written: a bad one changes nothing.
     // The snapshot workers' too: they inherit our environment, and each of them

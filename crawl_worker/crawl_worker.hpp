@@ -14,7 +14,10 @@ struct CrawlWorkerOptions {
     int max_snapshot_workers = 8;  // snapshot workers of this crawl at once
 };
 
-// Owns one crawl from start to seal. The return value says what happened.
+// Owns one crawl from start to seal. The return value says what happened: ok
+// (sealed, or already was), interrupted (stopped by a signal, or its crawl is or
+// became paused; released, resumable), lease_lost, or config when a snapshot
+// worker refused its configuration. Throws orch::Error for the rest.
 ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions& options);
 
 } // namespace orch

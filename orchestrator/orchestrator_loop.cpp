@@ -75,6 +75,12 @@ ExitCode OrchestratorLoop::run(const std::string& self_id)
     if (m_paused_for_config) {
         throw ConfigError(*m_paused_for_config);
     }
+    if (!m_options.daemon && m_stop.count() > 0) {
+        // A one-shot run's job is to run until nothing is due: stopped before that,
+        // its crawls were released unfinished, and a script must not read success.
+        // A daemon's job is to run until stopped: systemd's SIGTERM ends it with 0.
+        return ExitCode::interrupted;
+    }
     return ExitCode::ok;
 }
 

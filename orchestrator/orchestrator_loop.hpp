@@ -34,7 +34,8 @@ public:
                      std::chrono::seconds lease_ttl, std::uint64_t max_log_bytes);
 
     // Runs until idle (one-shot) or until a stop signal (daemon); `self_id` is
-    // the orchestrator's own process row.
+    // the orchestrator's own process row. Returns ok, or interrupted when a stop
+    // signal ended a one-shot run (a daemon stopped by a signal returns ok).
     ExitCode run(const std::string& self_id);
 
 private:

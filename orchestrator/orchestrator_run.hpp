@@ -24,7 +24,9 @@ struct RunOptions {
 // Registers, takes the single-runner gate, recovers what crashed processes left,
 // then claims due crawls and runs crawl_worker processes within limits, enqueues
 // due schedules, and recovers periodically; stops cleanly on SIGTERM/SIGINT.
-// Throws Error(already_running) when another orchestrator holds the gate.
+// Returns ok, or interrupted for a one-shot run stopped by a signal (a daemon
+// stopped by a signal returns ok). Throws Error(already_running) when another
+// orchestrator holds the gate.
 ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options);
 
 } // namespace orch

@@ -436,9 +436,10 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
         CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.paused' AND actor = 'cli' "
                       "AND message LIKE '%site maintenance%' AND crawl_id = " + q) == 1);
         check_nothing_left(f, false);
-        // A worker run by hand on the paused crawl does nothing.
+        // A worker run by hand on the paused crawl does nothing: interrupted, as
+        // when the pause came while it ran (README, exit codes).
         auto idle = f.run(id);
-        CHECK(idle->exit_code() == 0);
+        CHECK(idle->exit_code() == 10);
         CHECK(idle->output().find("paused") != std::string::npos);
         CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status = 'sealed'") == 2);
         // Paused between an orchestrator's claim and its crawl worker's start: the lease goes back.
@@ -449,7 +450,7 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
         late_argv.insert(late_argv.end(), {"--process-id", claimed_for});
         CrawlWorkerProcess late(late_argv, f.env(), f.root / "late.log");
         REQUIRE(late.wait_for(30s));
-        CHECK(late.exit_code() == 0);
+        CHECK(late.exit_code() == 10);
         CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NULL) FROM crawl WHERE id = " + q) == "paused/true");
 
         auto resumed = cli({"resume", id});

@@ -148,6 +148,11 @@ TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl - a new orc
 TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound and the next orchestrator finishes",
           "[orchestrator][recovery]")
 {
+    // One-shot: stopped before its work was done, exit 10 (interrupted). Daemon:
+    // running until stopped is its job, exit 0 (systemd's clean stop).
+    const bool daemon = GENERATE(false, true);
+    INFO((daemon ? "daemon" : "one-shot"));
+    const int expected_exit = daemon ? 0 : 10;
     OrchFixture f;
     auto slow = f.root / "slow";
     std::ofstream(slow) << "1";
@@ -155,7 +160,11 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
                          "if [ -e '" + slow.string() + "' ]; then sleep 30; else sleep 0.1; fi\n");
     auto id = f.add_crawl(OrchFixture::site_urls(10));
     auto q = f.quote(id);
-    auto p = f.start({"--stop-grace", "5", "--max-snapshot-workers", "3"});
+    std::vector<std::string> options = {"--stop-grace", "5", "--max-snapshot-workers", "3"};
+    if (daemon) {
+        options.push_back("--daemon");
+    }
+    auto p = f.start(options);
     REQUIRE(eventually([&] { return f.hook_runs().size() >= 3; }, 60s));
 
     auto t0 = Clock::now();
@@ -164,7 +173,11 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
     double stop_s = seconds_since(t0);
     INFO(describe(*p));
     MEASURE("SIGTERM -> orchestrator exited in " << stop_s << " s (stop grace 5 s, teardown grace 1 s)");
-    CHECK(p->exit_code() == 0);
+    CHECK(p->exit_code() == expected_exit);
+    CHECK(f.scalar("SELECT exit_code FROM process WHERE process_type = 'orchestrator'") ==
+          std::to_string(expected_exit));
+    CHECK(f.scalar("SELECT detail->>'exit_code' FROM event WHERE kind = 'orchestrator.stopped'") ==
+          std::to_string(expected_exit));
     CHECK(stop_s < 8.0);
     auto left = f.our_processes();
     INFO("left: " << (left.empty() ? "" : left.front()));
