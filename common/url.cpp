@@ -1,5 +1,7 @@
 #include "common/url.hpp"
 
+#include "common/url_path.hpp"
+
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -162,10 +164,13 @@ UrlCheck check_url(std::string_view text)
     if (!port.empty() && !drop_port) {
         normalised += ":" + std::string(port);
     }
-    if (tail.empty() || tail.front() != '/') {
-        normalised += "/";
-    }
-    normalised += std::string(tail);
+    // The query is the server's business: "/../" in it is data, not a path step.
+    auto query_start = tail.find('?');
+    std::string_view path = tail.substr(0, query_start);
+    std::string_view query = query_start == std::string_view::npos ? std::string_view{} : tail.substr(query_start);
+    std::string clean_path = remove_dot_segments(path);
+    normalised += clean_path.empty() ? "/" : clean_path;
+    normalised += std::string(query);
     result.valid = ValidUrl{normalised, scheme, host_lower};
     return result;
 }

@@ -7,7 +7,8 @@
 namespace orch {
 
 // A URL accepted for archiving, normalised: scheme and host lower-cased, default
-// port and fragment removed, empty path made "/".
+// port and fragment removed, empty path made "/", "." and ".." segments removed
+// from the path (RFC 3986 5.2.4; the query is left as it is).
 struct ValidUrl {
     std::string url;
     std::string scheme; // "http" or "https"
