@@ -1,5 +1,6 @@
 #include "common/url.hpp"
 
+#include "common/url_host.hpp"
 #include "common/url_path.hpp"
 
 #include <fmt/format.h>
@@ -45,11 +46,6 @@ bool valid_utf8(std::string_view s)
         i += n + 1;
     }
     return true;
-}
-
-bool host_char(unsigned char c)
-{
-    return std::isalnum(c) || c == '-' || c == '.' || c == '_' || c == '~' || c == '%' || c >= 0x80;
 }
 
 } // namespace
@@ -142,8 +138,9 @@ UrlCheck check_url(std::string_view text)
         result.error = "URL has no host";
         return result;
     }
-    if (host.front() != '[' && !std::all_of(host.begin(), host.end(), [](char c) { return host_char(c); })) {
-        result.error = "URL host contains invalid characters";
+    auto host_check = normalise_host(host);
+    if (!host_check.host) {
+        result.error = std::move(host_check.error);
         return result;
     }
     bool drop_port = false;
@@ -159,8 +156,7 @@ UrlCheck check_url(std::string_view text)
     if (fragment != std::string_view::npos) {
         tail = tail.substr(0, fragment);
     }
-    std::string host_lower = lower(host);
-    std::string normalised = scheme + "://" + std::string(userinfo) + host_lower;
+    std::string normalised = scheme + "://" + std::string(userinfo) + *host_check.host;
     if (!port.empty() && !drop_port) {
         normalised += ":" + std::string(port);
     }
@@ -171,7 +167,7 @@ UrlCheck check_url(std::string_view text)
     std::string clean_path = remove_dot_segments(path);
     normalised += clean_path.empty() ? "/" : clean_path;
     normalised += std::string(query);
-    result.valid = ValidUrl{normalised, scheme, host_lower};
+    result.valid = ValidUrl{normalised, scheme, std::move(*host_check.host)};
     return result;
 }
 

@@ -14,7 +14,9 @@ namespace orch {
 // deduplicated) that match the crawl's allow patterns, if any, and none of its
 // deny patterns. Patterns are ECMAScript regular expressions searched anywhere
 // in the URL, from the crawl config keys "url_allow" and "url_deny" (a string
-// or a list of strings). Everything dropped is logged with its reason.
+// or a list of strings). Patterns see the normalised URL: an internationalised
+// host in its ASCII form ("xn--bcher-kva.example", not "bücher.example").
+// Everything dropped is logged with its reason.
 class UrlFilter {
 public:
     // Throws ConfigError naming the pattern when one does not compile.
