@@ -1,3 +1,4 @@
+#include "common/url.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
 #include "tests/support/scratch_dir.hpp"
@@ -49,6 +50,48 @@ TEST_CASE("orchestrator add stores good URLs - normalised - and prints the crawl
     CHECK(row[4].as<std::string>() == "queued");
 }
 
+TEST_CASE("orchestrator add stores the three spellings of an internationalised host as one URL", "[add][url_host]")
+{
+    ScratchDatabase db;
+    auto r = add(db, {"http://B\xc3\x9c" "CHER.example/", "http://b\xc3\xbc" "cher.example/",
+                      "http://xn--bcher-kva.example/"});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    CHECK(tx.exec1("SELECT array_to_json(urls)::text FROM crawl")[0].as<std::string>() ==
+          R"(["http://xn--bcher-kva.example/"])");
+}
+
+TEST_CASE("the database's url_host reads back from a stored URL the host check_url gave it", "[add][url_host]")
+{
+    // The per-host rules group snapshots by url_host(url) (migrations/0016):
+    // it must fold no two spellings check_url keeps apart and split none it folds.
+    ScratchDatabase db;
+    const std::vector<std::string> inputs{"http://u:p@B\xc3\x9c" "CHER.example:8080/a/../b",
+                                          "http://[2001:DB8:0::1]:8080/x",
+                                          "https://Example.COM./",
+                                          "http://1.2.3.4/",
+                                          "http://_srv.Example.com/?q=a@b:c"};
+    auto r = add(db, inputs);
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    auto conn = db.connect();
+    pqxx::read_transaction tx(*conn);
+    auto rows = tx.exec("SELECT u, url_host(u) FROM crawl, unnest(urls) WITH ORDINALITY AS x(u, n) ORDER BY n");
+    REQUIRE(rows.size() == inputs.size());
+    std::vector<std::string> hosts;
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+        auto check = orch::check_url(inputs[i]);
+        REQUIRE(check.valid);
+        CHECK(rows[i][0].as<std::string>() == check.valid->url);
+        CHECK(rows[i][1].as<std::string>() == check.valid->host);
+        hosts.push_back(check.valid->host);
+    }
+    CHECK(hosts == std::vector<std::string>{"xn--bcher-kva.example", "[2001:db8::1]", "example.com", "1.2.3.4",
+                                            "_srv.example.com"});
+}
+
 TEST_CASE("orchestrator add reads URLs from a file and from stdin - skipping comments", "[add]")
 {
     ScratchDatabase db;
@@ -82,6 +125,10 @@ TEST_CASE("orchestrator add rejects bad input with a clear message - code 7 - an
         {{"http://a.test/\nhttp://b.test/"}, "control characters"},
         {{"http://a.test/" + std::string(9000, 'x')}, "longer than"},
         {{"http://ok.test/", "ftp://x"}, "nothing was added"},
+        {{"http://999.1.1.1/"}, "not an IPv4 address"},
+        {{"http://a..b/"}, "empty label"},
+        {{"http://ex%61mple.test/"}, "percent-encoded hosts are not accepted"},
+        {{"http://\xe2\x98\x83.example/"}, "not a valid internationalised domain name"},
         {{}, "no URLs given"},
         {{"--urls-file", "/nonexistent/urls.txt"}, "cannot read URLs file /nonexistent/urls.txt"},
     };

@@ -85,6 +85,17 @@ TEST_CASE("invalid URLs are rejected with exit 7 and add nothing", "[bad_input][
         {"no scheme", "example.com/page"},
         {"option-like", "--database-url=host=/evil"},
         {"empty", ""},
+        {"host label over 63 bytes", "http://" + std::string(64, 'a') + ".test/"},
+        {"host over 253 bytes", "http://" + std::string(250, 'a').replace(50, 1, ".").replace(100, 1, ".")
+                                            .replace(150, 1, ".").replace(200, 1, ".") + ".test/"},
+        {"empty host label", "http://a..test/"},
+        {"host label ending in hyphen", "http://a-.test/"},
+        {"number host not IPv4", "http://999.1.1.1/"},
+        {"short IPv4", "http://1.2.3/"},
+        {"bad IPv6", "http://[1.2.3.4]/"},
+        {"percent-encoded host", "http://%65vil.test/"},
+        {"host IDNA refuses", "http://\xe2\x98\x83.test/"},
+        {"full-width solidus in host", "http://evil.test\xef\xbc\x8f.ok.test/"},
     };
     for (const auto& [name, url] : cases) {
         // argv cannot carry a NUL (it would arrive cut short, as a valid URL).

@@ -155,6 +155,24 @@ TEST_CASE("a URL with shell metacharacters reaches the hook as one untouched arg
     CHECK_FALSE(fs::exists("/tmp/pwned"));
 }
 
+TEST_CASE("three spellings of an internationalised host become one snapshot of one host", "[security][url_host]")
+{
+    // As an auditor found it: BÜCHER, bücher and the punycode form were three
+    // seeds (three fetches of one page) and three hosts for the per-host rules.
+    SecurityFixture f;
+    f.write_hook("urls", "on_Snapshot__10_urls.sh",
+                 "printf '%s\\n' \"$1\" >> \"" + f.out.string() + "/urls\"\n"
+                 "echo '{\"type\":\"ArchiveResult\",\"status\":\"succeeded\"}'");
+    auto crawl = f.add_crawl({"http://B\xc3\x9c" "CHER.example/", "http://b\xc3\xbc" "cher.example/",
+                              "http://xn--bcher-kva.example/"});
+    auto r = f.run("crawl_worker", {"--crawl-id", crawl});
+    INFO(r.err.substr(0, 3000));
+    REQUIRE(r.exit_code == 0);
+    CHECK(f.scalar("SELECT string_agg(url || ' ' || url_host(url), ',') FROM snapshot") ==
+          "http://xn--bcher-kva.example/ xn--bcher-kva.example");
+    CHECK(slurp(f.out / "urls") == "--url=http://xn--bcher-kva.example/\n");
+}
+
 TEST_CASE("recorded output paths never leave the hook's directory", "[security][paths]")
 {
     SecurityFixture f;
