@@ -11,6 +11,16 @@
 // Rare by construction: never written per snapshot or per hook.
 namespace orch {
 
+// Every kind the programs write, "<noun>.<verb>". The metrics export each from
+// the start, and `orchestrator events --kind` refuses a kind or noun not here
+// (a typo would silently match nothing).
+inline constexpr const char* k_event_kinds[] = {
+    "crawl.added",        "crawl.started",      "crawl.sealed",         "crawl.released",  "crawl.backed_off",
+    "crawl.cancel_requested", "crawl.cancelled", "crawl.retried",       "crawl.paused",    "crawl.resumed",
+    "snapshot.retried",   "snapshot.gave_up",   "recovery.cleaned",     "orchestrator.started",
+    "orchestrator.stopped", "process.pruned",   "schedule.added",       "schedule.enabled",
+    "schedule.disabled",  "ops.reader_role"};
+
 struct Event {
     std::string kind;    // "<noun>.<verb>", e.g. "crawl.cancel_requested"
     std::string message; // one line for a person

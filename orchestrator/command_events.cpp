@@ -1,12 +1,18 @@
 #include "orchestrator/ops_commands.hpp"
 
 #include "common/array_parameter.hpp"
+#include "common/errors.hpp"
+#include "common/event_journal.hpp"
 #include "common/ids.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <string_view>
 
 #include <iostream>
 
@@ -37,6 +43,16 @@ void command_events(const CommonOptions& options, const EventsOptions& events)
     }
     std::optional<std::string> kinds;
     if (!events.kinds.empty()) {
+        for (const auto& wanted : events.kinds) {
+            const bool known = std::any_of(std::begin(k_event_kinds), std::end(k_event_kinds), [&](const char* kind) {
+                const std::string_view k(kind);
+                return k == wanted || k.substr(0, k.find('.')) == wanted;
+            });
+            if (!known) {
+                throw InvalidInput(fmt::format("--kind '{}': no such event kind or noun (kinds: {})", wanted,
+                                               fmt::join(std::begin(k_event_kinds), std::end(k_event_kinds), ", ")));
+            }
+        }
         kinds = array_parameter(events.kinds);
     }
     auto db = open_ops_database(options, false);

@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_metrics.hpp"
 
+#include "common/event_journal.hpp"
 #include "common/log.hpp"
 #include "orchestrator/metrics.hpp"
 
@@ -35,14 +36,7 @@ constexpr const char* k_spawns =
 constexpr const char* k_events =
     "SELECT kind, count(*) FROM event WHERE machine_id = $1 AND at > $2::timestamptz AND at <= $3::timestamptz "
     "GROUP BY kind";
-// Kinds exported from the start (at 0), so that rate() and alerts see them before their first event.
-const char* const k_event_kinds[] = {"crawl.added",        "crawl.started",      "crawl.sealed",
-                                     "crawl.released",     "crawl.backed_off",   "crawl.cancel_requested",
-                                     "crawl.cancelled",    "crawl.retried",      "crawl.paused",
-                                     "crawl.resumed",      "snapshot.retried",
-                                     "snapshot.gave_up",   "recovery.cleaned",   "orchestrator.started",
-                                     "orchestrator.stopped", "process.pruned",   "schedule.added",
-                                     "schedule.enabled",   "schedule.disabled",  "ops.reader_role"};
+// Kinds are exported from the start (at 0, k_event_kinds), so that rate() and alerts see them before their first event.
 
 constexpr const char* k_window =
     "SELECT (now() - interval '10 seconds')::text, now() - interval '10 seconds' > $1::timestamptz";

@@ -2,9 +2,12 @@
 // events` and ops.events show them.
 #include "tests/ops/ops_fixture.hpp"
 
+#include "common/event_journal.hpp"
+
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <fstream>
 
 using namespace orch::test;
@@ -113,6 +116,17 @@ TEST_CASE("ops: the event journal records operator actions and a crawl's life - 
           std::vector<std::string>{"orchestrator.started", "orchestrator.stopped", "process.pruned"});
     CHECK(kinds(f.events({"-n", "2"})) == std::vector<std::string>{"crawl.retried", "process.pruned"});
     CHECK(f.events({"--since", "1h"}).size() == 9);
+    // A kind or noun no program writes is a typo: refused, not an empty answer.
+    auto typo = f.run({"events", "--kind", "crawl.seald"});
+    CHECK(typo.exit_code == 7);
+    CHECK(typo.err.find("no such event kind") != std::string::npos);
+    CHECK(f.run({"events", "--kind", "bogus"}).exit_code == 7);
+    // Every kind in the journal is one the list knows.
+    for (const auto& k : kinds(f.events())) {
+        INFO(k);
+        CHECK(std::find_if(std::begin(orch::k_event_kinds), std::end(orch::k_event_kinds),
+                           [&](const char* known) { return k == known; }) != std::end(orch::k_event_kinds));
+    }
 
     auto text = f.run({"events", "--text"});
     INFO(text.out);
