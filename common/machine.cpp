@@ -1,9 +1,12 @@
 #include "common/machine.hpp"
 
 #include "common/errors.hpp"
+#include "common/url.hpp"
+#include "common/utf8.hpp"
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <fstream>
 #include <functional>
 #include <system_error>
@@ -51,8 +54,14 @@ MachineIdentity detect_machine(const std::optional<std::string>& override_id)
     m.boot_id = read_boot_id();
     m.cpu_count = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
     if (override_id) {
-        if (override_id->empty() || override_id->size() > 128) {
-            throw InvalidInput("machine id must be 1 to 128 characters");
+        // Stored as text and shown in every table: printable UTF-8 only.
+        const bool shown_ok = is_valid_utf8(*override_id) &&
+                               std::none_of(override_id->begin(), override_id->end(), [](char c) {
+                                   return static_cast<unsigned char>(c) < 0x20 || c == 0x7f;
+                               });
+        if (override_id->empty() || override_id->size() > 128 || !shown_ok) {
+            throw InvalidInput(fmt::format("machine id must be 1 to 128 bytes of printable UTF-8, got '{}'",
+                                           printable(*override_id, 140)));
         }
         m.id = *override_id;
     } else {

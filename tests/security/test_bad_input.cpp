@@ -406,6 +406,22 @@ TEST_CASE("a malformed option value from the environment is a configuration erro
     }
 }
 
+TEST_CASE("a machine id that is not printable UTF-8 is bad input (7) - nothing changes", "[bad_input][settings]")
+{
+    SecurityFixture f;
+    auto crawl = f.add_crawl({"http://machine.test/"});
+    auto before = f.fingerprint();
+    for (const auto& id : {std::string("\xff\xfe"), std::string("tab\there"), std::string(129, 'm')}) {
+        DYNAMIC_SECTION("id of " << id.size() << " bytes")
+        {
+            expect_rejected(f, f.run("orchestrator", {"--machine-id", id, "--idle-window", "0"}), 7, "machine id must be",
+                            before);
+            expect_rejected(f, f.run("crawl_worker", {"--crawl-id", crawl}, {{"MACHINE_ID", id}}), 7,
+                            "machine id must be", before);
+        }
+    }
+}
+
 TEST_CASE("hostile JSONL fails the archive result cleanly - the worker survives", "[bad_input][jsonl]")
 {
     SecurityFixture f;
