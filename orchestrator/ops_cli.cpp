@@ -48,7 +48,10 @@ void for_each_crawl(const CommonOptions& options, const std::vector<std::string>
 
 Database open_ops_database(const CommonOptions& options, bool migrate)
 {
-    auto data_dir = prepare_data_dir(options);
+    // With an external database an operator's command needs no data directory:
+    // asking a server for a status must not leave one behind in the current
+    // directory. The embedded cluster lives in it, so there it is made.
+    const auto data_dir = options.database_url.empty() ? prepare_data_dir(options) : data_dir_path(options);
     auto db = Database::open(options, data_dir);
     if (migrate) {
         apply_migrations(db.conn());

@@ -423,3 +423,17 @@ TEST_CASE("ops: crawl_progress rates a young - a paused - a sealed and a re-run 
     CHECK(rerun["rate"].get<double>() == Approx(1).epsilon(0.05));
     CHECK(rerun["eta_s"].get<double>() == Approx(60).margin(2));
 }
+
+TEST_CASE("ops: read-only commands with an external database create no data directory", "[ops]")
+{
+    OpsTree tree;
+    for (const auto& args : std::vector<std::vector<std::string>>{
+             {"crawls", "--json"}, {"ps", "--json"}, {"events", "--json"}, {"status", "--json"}}) {
+        INFO(args.front());
+        auto r = tree.run(args);
+        INFO(r.out << r.err);
+        CHECK(r.exit_code != 2);
+        CHECK(r.err.find("error") == std::string::npos);
+        CHECK_FALSE(std::filesystem::exists(tree.dir() / "data"));
+    }
+}
