@@ -11,6 +11,8 @@
 
 #include <algorithm>
 
+#include <csignal>
+
 // CrawlRun and its snapshot workers: started on batched claims, their exits
 // judged, the hooks of those that died torn down, stopped at the end.
 namespace orch {
@@ -33,6 +35,16 @@ bool worker_left_snapshot_consistent(const ProcessOutcome& o)
     default:
         return false;
     }
+}
+
+// Killed by the default action of a stop signal: snapshot_worker blocks those
+// (StopSignals) before it reads its snapshot, and keeps them blocked until it
+// exits, so it died before it started. A stop of the workers (SIGTERM, the
+// crawl being stopped, paused or refused) meets workers still starting on a
+// busy machine: their snapshots are not at fault and spend no attempt.
+bool stopped_before_start(const ProcessOutcome& o)
+{
+    return o.term_signal && (*o.term_signal == SIGTERM || *o.term_signal == SIGINT || *o.term_signal == SIGHUP);
 }
 
 std::string describe(const ProcessOutcome& o)
@@ -154,6 +166,13 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     if (worker_left_snapshot_consistent(outcome)) {
         return;
     }
+    if (stopped_before_start(outcome)) {
+        auto reason = fmt::format("snapshot worker stopped by signal {} before it started", *outcome.term_signal);
+        log::info("snapshot worker stopped before it started; its snapshot spends no attempt",
+                  {{"snapshot", first_snapshot}, {"process", outcome.row_id}});
+        m_store.give_back_unspent(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
+        return;
+    }
     if (!outcome.term_signal && outcome.exit_code == to_int(ExitCode::config)) {
         // It refused before running anything (snapshot_worker reads its whole
         // configuration first). Every other worker would refuse too, and the
@@ -161,7 +180,7 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
         auto reason = fmt::format("a snapshot worker refused its configuration (exit 3); see orchestrator logs {} "
                                   "--stderr",
                                   outcome.row_id);
-        m_store.give_back_refused(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
+        m_store.give_back_unspent(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
         if (m_stopping == Stop::none || m_stopping == Stop::signal || m_stopping == Stop::paused) {
             m_stopping = Stop::refused;
             m_stop_reason = reason;

@@ -188,7 +188,7 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
     return sealed;
 }
 
-void CrawlStore::give_back_refused(const std::string& snapshot_id, const std::string& worker,
+void CrawlStore::give_back_unspent(const std::string& snapshot_id, const std::string& worker,
                                    const std::string& reason)
 {
     pqxx::work tx(m_conn);

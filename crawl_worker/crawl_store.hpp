@@ -69,10 +69,11 @@ public:
     // An attempt is the larger of the snapshot's claims and `deaths` (workers of
     // this run that died on it), so workers dying before they claim also count.
     // Returns true if it was sealed.
-    // After a snapshot worker refused to start (its configuration, exit 3): frees
-    // the lease it was given and takes back the attempt its claim counted, since
-    // nothing ran. The snapshot is due again at once.
-    void give_back_refused(const std::string& snapshot_id, const std::string& worker, const std::string& reason);
+    // After a snapshot worker ended before it started anything (it refused its
+    // configuration, exit 3, or a stop signal killed it while it was starting):
+    // frees the lease it was given and takes back the attempt its claim counted,
+    // since nothing ran. The snapshot is due again at once.
+    void give_back_unspent(const std::string& snapshot_id, const std::string& worker, const std::string& reason);
     bool retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths, int max_attempts,
                        std::chrono::seconds backoff, const std::string& reason);
     // Seals every unsealed snapshot with `outcome` (cancelled, timed_out, failed) and

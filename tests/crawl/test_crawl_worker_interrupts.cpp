@@ -326,6 +326,43 @@ TEST_CASE("crawl_worker: a snapshot worker that refuses its configuration releas
     check_nothing_left(f);
 }
 
+TEST_CASE("crawl_worker: snapshot workers stopped while still starting spend no attempt - the snapshots are due at "
+          "once",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    f.write_hook("save", "on_Snapshot__10_save.sh", succeeded_record("saved"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    const auto q = f.quote(id);
+    // Workers that are still starting when the stop comes: SIGTERM's default action
+    // kills them, as it kills a real snapshot_worker before it blocks the stop
+    // signals (the first thing it does). On a busy machine a stop meets such workers.
+    auto bin = f.root / "bin-starting";
+    auto started = f.root / "started";
+    std::filesystem::create_directories(bin);
+    std::ofstream(bin / "snapshot_worker") << "#!/bin/sh\necho started >> '" << started.string() << "'\nexec sleep 60\n";
+    std::filesystem::permissions(bin / "snapshot_worker", std::filesystem::perms::owner_all);
+    auto p = f.start(id, {{"ORCH_BIN_DIR", bin.string()}, {"MAX_SNAPSHOT_WORKERS", "3"}});
+    REQUIRE(poll_until([&] { return read_lines(started).size() == 3; }, 30s));
+    p->signal(SIGTERM);
+    REQUIRE(p->wait_for(30s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 10);
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND term_signal = 15") == 3);
+    // Before: a death each, the attempt spent and a second's backoff.
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q +
+                  " AND status <> 'sealed' AND attempts = 0 AND lease_owner IS NULL AND retry_at <= now()") == 3);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'snapshot.gave_up'") == 0);
+    check_nothing_left(f, false);
+
+    auto again = f.run(id, {{"SNAPSHOT_MAX_ATTEMPTS", "1"}}, 40s);
+    INFO(again->output());
+    CHECK(again->exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND outcome = 'succeeded' "
+                  "AND attempts = 1") == 3);
+    check_nothing_left(f);
+}
+
 TEST_CASE("crawl_worker: what only its snapshot workers read is checked before the crawl is claimed",
           "[crawl_worker][interrupts]")
 {
