@@ -12,6 +12,7 @@
 #include "tests/bench/bench_report.hpp"
 #include "tests/common/supervision_fixture.hpp"
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -175,23 +176,67 @@ double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string&
     return ours;
 }
 
-void teardown_precision(Supervisor& sup, SupervisionFixture& fx, double base_deadline_s)
+// A tree of 20 processes (sh + 19 sleeps); with `deaf` it ignores SIGTERM.
+LaunchRequest tree_request(SupervisionFixture& fx, bool deaf, double timeout_s)
 {
-    // 50 trees of 20 processes (sh + 19 sleeps); every other tree ignores SIGTERM,
-    // so it lives until its deadline and the SIGKILL of phase 3. Deadlines are
-    // staggered and all after the teardown starts (base_deadline_s covers the launches).
+    auto req = fx.request({"sh", "-c", std::string(deaf ? "trap '' TERM; " : "") +
+                                           "for i in $(seq 19); do sleep 1000 & done; wait"});
+    req.timeout_s = timeout_s;
+    return req;
+}
+
+// Waits until each tree (its cookie) has all its 20 processes; false at `give_up`.
+bool wait_populated(const std::vector<std::string>& cookies, Clock::time_point give_up)
+{
+    std::vector<std::string> waiting = cookies;
+    while (!waiting.empty()) {
+        // A tree once full stays full (its sleeps last 1000 s): check only the others.
+        waiting.erase(std::remove_if(waiting.begin(), waiting.end(),
+                                     [](const std::string& c) { return pids_with_cookie(c).size() >= 20; }),
+                      waiting.end());
+        if (!waiting.empty()) {
+            if (Clock::now() >= give_up) {
+                return false;
+            }
+            std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        }
+    }
+    return true;
+}
+
+void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
+{
+    // 50 trees of 20 processes; every other tree ignores SIGTERM, so it lives until
+    // its deadline and the SIGKILL of phase 3. Deadlines are staggered and must all
+    // fall after the teardown starts, once every tree has its 20 processes: how
+    // long that takes is measured on one tree first (a VM whose forks are slow
+    // needs seconds for the 950 sleeps), and the launches get twice that per tree.
+    const auto c0 = Clock::now();
+    const auto probe = sup.launch(tree_request(fx, false, 600));
+    if (!wait_populated({fx.column(probe.row_id, "cookie")}, c0 + std::chrono::seconds(60))) {
+        throw std::runtime_error("a tree of 20 processes did not start within 60 s");
+    }
+    const double tree_s = std::chrono::duration<double>(Clock::now() - c0).count();
+    sup.teardown({probe.row_id}, std::chrono::seconds(5));
+    const double base_deadline_s = 1.0 + 50 * 2 * tree_s;
     std::map<std::string, double> timeouts;
     std::map<std::string, Clock::time_point> launched_at;
+    std::vector<std::string> cookies;
+    const auto first_launch = Clock::now();
     for (int i = 0; i < 50; ++i) {
-        const std::string trap = i % 2 == 0 ? "trap '' TERM; " : "";
-        auto req = fx.request({"sh", "-c", trap + "for i in $(seq 19); do sleep 1000 & done; wait"});
-        req.timeout_s = base_deadline_s + 0.02 * i;
+        auto req = tree_request(fx, i % 2 == 0, base_deadline_s + 0.02 * i);
         const auto row = sup.launch(req).row_id;
         timeouts[row] = *req.timeout_s * 1000.0;
         launched_at[row] = Clock::now();
+        cookies.push_back(fx.column(row, "cookie"));
     }
-    // Let every tree reach its 20 processes before the clock starts.
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    // Every tree has its 20 processes before the clock starts (a tree still forking
+    // when its deadline comes would be measured against its own start-up).
+    const auto first_deadline =
+        first_launch + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(base_deadline_s));
+    if (!wait_populated(cookies, first_deadline)) {
+        std::printf("teardown: not every tree had its 20 processes by the first deadline\n");
+    }
     const auto t0 = Clock::now();
     const auto outcomes = sup.teardown({}, std::chrono::seconds(30));
     const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
@@ -237,8 +282,7 @@ int main(int argc, char** argv)
     options.teardown_grace = std::chrono::seconds(30);
     Supervisor sup(*fx.conn, options);
     std::printf("containment: %s\n", std::string(to_string(sup.containment_mode())).c_str());
-    const double per_hook_us = hook_overhead(sup, fx, program, runs);
-    // Launching a tree costs about what a hook does (plus sh): leave twice that per tree.
-    teardown_precision(sup, fx, 1.0 + 50 * 2 * per_hook_us / 1e6);
+    hook_overhead(sup, fx, program, runs);
+    teardown_precision(sup, fx);
     return 0;
 }
