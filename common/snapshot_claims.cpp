@@ -71,7 +71,10 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "claimed AS ("
         "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
         "    status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
-        "    started_at = coalesce(s.started_at, now()), attempts = s.attempts + 1, modified_at = now() "
+        // The wall clock, not now(): a host-limited claim's transaction may have waited
+        // for the crawl's claim lock, and its start is when it got it (as the host's
+        // last claim is stamped), not when the transaction began.
+        "    started_at = coalesce(s.started_at, clock_timestamp()), attempts = s.attempts + 1, modified_at = now() "
         "  FROM numbered JOIN owners ON owners.n = numbered.n, {} "
         "  WHERE s.id = numbered.id "
         "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
