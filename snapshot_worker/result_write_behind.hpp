@@ -2,7 +2,6 @@
 
 #include "common/hook_result.hpp"
 #include "common/output_files.hpp"
-#include "common/write_behind.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -26,7 +25,7 @@ namespace orch {
 class ResultWriteBehind {
 public:
     using Clock = std::chrono::steady_clock;
-    static constexpr std::chrono::milliseconds k_delay = k_write_behind_window;
+    static constexpr std::chrono::milliseconds k_delay{50};
 
     // The hook of `result_id` started as process `process_id` at `at`.
     void started(const std::string& result_id, const std::string& process_id, Clock::time_point at);
