@@ -62,6 +62,7 @@ public:
     std::string end_reason = "exited";
     bool timed_out = false;
     bool killed = false;
+    bool stop_signalled = false; // a SIGTERM was sent while the leader still ran
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
     bool hook = false;     // its exit is held (Supervisor::take_held_exits)

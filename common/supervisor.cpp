@@ -259,6 +259,7 @@ ProcessOutcome Supervisor::outcome_of(const SupervisedTree& tree) const
     outcome.end_reason = tree.end_reason;
     outcome.timed_out = tree.timed_out;
     outcome.killed = tree.killed;
+    outcome.stop_signalled = tree.stop_signalled;
     outcome.elapsed = std::chrono::duration_cast<milliseconds>(Clock::now() - tree.started());
     return outcome;
 }

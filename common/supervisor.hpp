@@ -90,6 +90,9 @@ struct ProcessOutcome {
     std::string end_reason; // exited | timed_out | killed_on_teardown | spawn_failed ...
     bool timed_out = false;
     bool killed = false;     // phase 3 (SIGKILL of the tree) was needed
+    // A SIGTERM (timeout or teardown) was sent while the leader still ran.
+    // False: the leader ended on its own, and its exit is its own result.
+    bool stop_signalled = false;
     bool tree_empty = true;  // false only if the tree survived SIGKILL for kill_timeout
     std::chrono::milliseconds elapsed{0}; // since launch
 };

@@ -23,8 +23,11 @@ std::string ms(Clock::duration d)
 // Phase 1 for one tree. SIGCONT follows SIGTERM so a stopped process can act
 // on it. Returns true when every member got the signal, false when only the
 // leader did.
-bool send_term(const SupervisedTree& tree, TermTarget target)
+bool send_term(SupervisedTree& tree, TermTarget target)
 {
+    // Whether the stop can have ended the leader: one already exited ended on
+    // its own (a signal to a zombie is accepted and does nothing).
+    tree.stop_signalled = tree.stop_signalled || !tree.leader().has_exited();
     // A leader that has exited but is not reaped yet is a zombie: the kernel
     // accepts the signal, yet nobody is left to pass it on to the children.
     if (target == TermTarget::leader && !tree.leader().has_exited() && tree.signal_leader(SIGTERM)) {

@@ -13,6 +13,8 @@
 
 #include <poll.h>
 
+#include <utility>
+
 namespace orch {
 namespace {
 
@@ -282,7 +284,7 @@ void SnapshotRun::finish(const std::string& row_id, const ProcessOutcome& outcom
 }
 
 void SnapshotRun::record(const PlannedHook& planned, const std::optional<ProcessOutcome>& outcome,
-                         const std::string& row_id, const std::string& start_error)
+                         const std::string& row_id, const std::string& start_error, bool stopped)
 {
     auto dir = hook_dir(planned);
     HookOutput output;
@@ -300,7 +302,7 @@ void SnapshotRun::record(const PlannedHook& planned, const std::optional<Process
         if (outcome->timed_out || outcome->end_reason == "timed_out") {
             end.timed_out_after = planned.config.timeout;
         }
-        end.torn_down = outcome->end_reason == "killed_on_teardown" || planned.hook.background;
+        end.torn_down = outcome->end_reason == "killed_on_teardown" || planned.hook.background || stopped;
         try {
             output = parse_hook_output_file(stdout_log(dir, planned.hook.file_name, row_id));
         } catch (const std::exception& e) {
@@ -348,19 +350,45 @@ void SnapshotRun::record(const PlannedHook& planned, const std::optional<Process
     log::info("hook finished", fields);
 }
 
+bool SnapshotRun::reported_result(const PlannedHook& planned, const std::string& row_id) const
+{
+    try {
+        return parse_hook_output_file(stdout_log(hook_dir(planned), planned.hook.file_name, row_id))
+            .archive_result.has_value();
+    } catch (const std::exception&) {
+        return false; // unreadable: it cannot be recorded either, so it runs again
+    }
+}
+
 void SnapshotRun::stop_everything(bool requeue)
 {
     std::vector<std::string> rows;
     for (const auto& [row, r] : m_running) {
         rows.push_back(row);
     }
-    std::map<std::string, Running> was_running = m_running;
-    m_running.clear();
+    std::map<std::string, ProcessOutcome> outcomes;
     if (!rows.empty()) {
-        m_supervisor.teardown(rows, m_ctx.teardown_grace);
+        for (auto& outcome : m_supervisor.teardown(rows, m_ctx.teardown_grace)) {
+            outcomes[outcome.row_id] = std::move(outcome);
+        }
     }
-    if (requeue) {
-        for (const auto& [row, r] : was_running) {
+    // A hook whose work was done when the stop reached it keeps its result:
+    // requeueing it would run a finished hook a second time. Done means it
+    // ended on its own (between the stop request and the teardown), or it had
+    // already printed its ArchiveResult and went at the SIGTERM, as a shell
+    // between its last line and its exit does. Only hooks the stop cut short
+    // are requeued.
+    for (const auto& [row, r] : std::exchange(m_running, {})) {
+        const auto found = outcomes.find(row);
+        if (found != outcomes.end()) {
+            const ProcessOutcome& o = found->second;
+            const bool exited = o.exit_code || o.term_signal;
+            if (exited && (!o.stop_signalled || (!o.killed && reported_result(*r.planned, row)))) {
+                record(*r.planned, o, row, {}, o.stop_signalled);
+                continue;
+            }
+        }
+        if (requeue) {
             m_store.requeue(r.planned->result_id, "interrupted: the snapshot worker was stopped");
         }
     }

@@ -78,9 +78,14 @@ private:
     // Foreground hooks that exited but left processes behind: ended now (see Supervisor::left_processes).
     void end_leftovers();
     void finish(const std::string& row_id, const ProcessOutcome& outcome);
+    // `stopped`: the worker's own stop SIGTERMed it, which does not count against it.
     void record(const PlannedHook& planned, const std::optional<ProcessOutcome>& outcome, const std::string& row_id,
-                const std::string& start_error);
+                const std::string& start_error, bool stopped = false);
+    // Tears down every running hook; records those whose work was done (see
+    // the .cpp) and, with `requeue`, requeues the rest.
     void stop_everything(bool requeue);
+    // Whether the hook's stdout already holds its ArchiveResult record.
+    bool reported_result(const PlannedHook& planned, const std::string& row_id) const;
     std::size_t running_foreground() const;
     std::filesystem::path hook_dir(const PlannedHook& planned) const;
 

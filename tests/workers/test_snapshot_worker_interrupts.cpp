@@ -213,6 +213,54 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - 
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("snapshot_worker: a hook that ends on its own as the stop arrives keeps its result - it is not rerun",
+          "[snapshot_worker][sigterm]")
+{
+    // The hook stops its own worker and exits at once: its exit races the
+    // worker's teardown. Whichever wins, the hook finished its work, and
+    // requeueing it would run a succeeded hook twice. Several snapshots, so
+    // that both orders of the race are likely to be met.
+    WorkerFixture f;
+    auto runs = f.file("runs");
+    auto pidfile = f.file("worker.pid");
+    f.write_hook("p", "on_Snapshot__10_ends.sh",
+                 "while [ ! -s '" + pidfile.string() + "' ]; do sleep 0.01; done\n"
+                 "echo ends >> '" + runs.string() + "'\n"
+                 "echo '" + k_succeeded + "'\n"
+                 "kill -TERM \"$(cat '" + pidfile.string() + "')\"\n"
+                 "exit 0\n");
+    f.write_hook("p", "on_Snapshot__20_after.sh", "echo after >> '" + runs.string() + "'\necho '" + k_succeeded + "'\n");
+    constexpr int k_snapshots = 6;
+    std::vector<std::string> snaps;
+    for (int i = 0; i < k_snapshots; ++i) {
+        snaps.push_back(f.add_snapshot(f.add_crawl(), "http://a.test/" + std::to_string(i)));
+    }
+    for (const auto& snap : snaps) {
+        std::filesystem::remove(pidfile);
+        auto w = f.start_worker(snap);
+        std::ofstream(pidfile.string()) << w->pid() << "\n";
+        REQUIRE(w->wait_for(20s));
+        INFO(w->err());
+        CHECK(w->exit_code() == 10);
+        auto r = f.results(snap);
+        CHECK(r["on_Snapshot__10_ends.sh"].status == "succeeded");
+        CHECK(r["on_Snapshot__20_after.sh"].status == "queued");
+    }
+    CHECK(count_lines(runs, "ends") == k_snapshots);
+    CHECK(count_lines(runs, "after") == 0);
+    // The next run of each snapshot runs only what the stop kept from running.
+    std::ofstream(pidfile.string()) << "2147483647\n"; // no such process: a rerun would not stop itself
+    for (const auto& snap : snaps) {
+        auto again = f.run_worker(snap);
+        INFO(again->err());
+        REQUIRE(again->exit_code() == 0);
+        CHECK(f.scalar("SELECT status || '/' || outcome FROM snapshot WHERE id = $1", {snap}) == "sealed/succeeded");
+    }
+    CHECK(count_lines(runs, "ends") == k_snapshots);
+    CHECK(count_lines(runs, "after") == k_snapshots);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
 TEST_CASE("snapshot_worker: a lease its crawl worker claimed for it is taken as granted - one held by another stops "
           "it before any hook",
           "[snapshot_worker][lease]")
