@@ -221,7 +221,11 @@ void initialise(const Layout& layout, const fs::path& bindir, const ServerUser& 
          << "unix_socket_directories = " << config_string_literal(layout.run.string()) << "\n"
          << "unix_socket_permissions = 0700\n"
          << "max_connections = 300\n"
-         << "log_min_messages = warning\n";
+         << "log_min_messages = warning\n"
+         // Our triggers are PL/pgSQL: loaded into the postmaster once, every
+         // backend inherits it, instead of each new connection (every CLI
+         // command, every worker) loading the library at its first trigger.
+         << "shared_preload_libraries = 'plpgsql'\n";
     if (!conf) {
         throw ConfigError("cannot write " + (layout.cluster / "postgresql.conf").string());
     }
