@@ -69,10 +69,12 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
         // Nothing that ran is lost. A resume before the last one exits carries on.
         while (m_stopping == Stop::none || m_stopping == Stop::paused) {
             if (m_stopping == Stop::none) {
-                spawn_due_workers();
+                // Counted before claiming: once the last worker is gone with
+                // nothing left unsealed, the crawl seals without a claim first.
                 if (m_workers.empty() && m_store.unsealed_count() == 0) {
                     break;
                 }
+                spawn_due_workers();
             } else if (m_workers.empty()) {
                 check_limits(); // a last look: resumed or cancelled meanwhile?
                 if (m_stopping == Stop::none && !seeded) {
