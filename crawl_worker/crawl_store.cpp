@@ -172,7 +172,7 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
         tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                         "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
                         snapshot_id, error);
-        tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = now(), "
+        tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = clock_timestamp(), "
                         " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                         "WHERE id = $1",
                         snapshot_id, error);
@@ -208,7 +208,7 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
                     "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
                     "  AND ar.status IN ('queued', 'started')",
                     m_crawl_id, reason);
-    auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = now(), "
+    auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = clock_timestamp(), "
                             " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                             "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
                             m_crawl_id, outcome, reason);
@@ -233,7 +233,7 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
                                 : ok == total ? "succeeded"
                                 : ok + partial == 0 ? "failed"
                                 : "partial";
-    auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = now(), "
+    auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = clock_timestamp(), "
                             " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                             "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
                             m_crawl_id, m_owner, outcome, reason);

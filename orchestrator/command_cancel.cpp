@@ -23,11 +23,11 @@ constexpr const char* k_fail_results =
     "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
     "  AND ar.status IN ('queued', 'started')";
 constexpr const char* k_seal_snapshots =
-    "UPDATE snapshot SET status = 'sealed', outcome = 'cancelled', error = $2, sealed_at = now(), retry_at = NULL, "
+    "UPDATE snapshot SET status = 'sealed', outcome = 'cancelled', error = $2, sealed_at = clock_timestamp(), retry_at = NULL, "
     " lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
     "WHERE crawl_id = $1 AND status <> 'sealed'";
 constexpr const char* k_seal_crawl =
-    "UPDATE crawl SET status = 'sealed', outcome = 'cancelled', seal_reason = $2, sealed_at = now(), retry_at = NULL, "
+    "UPDATE crawl SET status = 'sealed', outcome = 'cancelled', seal_reason = $2, sealed_at = clock_timestamp(), retry_at = NULL, "
     " cancel_requested_at = coalesce(cancel_requested_at, now()), modified_at = now() "
     "WHERE id = $1";
 

@@ -259,7 +259,7 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
         "  error = CASE WHEN counts.failed > 0 "
         "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
-        "  sealed_at = now(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
+        "  sealed_at = clock_timestamp(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
         "  modified_at = now() "
         "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome), "
         "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
