@@ -6,6 +6,7 @@
 #include "common/process_table.hpp"
 #include "common/recovery.hpp"
 #include "common/supervised_tree.hpp"
+#include "common/write_behind.hpp"
 
 #include <chrono>
 #include <exception>
@@ -41,7 +42,7 @@ struct SupervisorOptions {
     std::uint64_t max_log_bytes = 64ull << 20;
     // How long a hook's exit is held for a later statement to carry it (see
     // Supervisor::take_held_exits).
-    std::chrono::milliseconds exit_write_delay{50};
+    std::chrono::milliseconds exit_write_delay = k_write_behind_window;
     // When this fd becomes readable during a teardown (the owner's signalfd: a
     // second SIGTERM), every tree still waiting is killed at once. -1 = none.
     int fast_stop_fd = -1;
@@ -266,9 +267,8 @@ private:
         std::optional<std::string> cgroup_path; // a reserved row's leaf, recorded with the identity
     };
     std::map<std::string, PendingRunning> m_pending_running;
-    // Short enough that a dashboard hardly sees a running hook as queued, long
-    // enough to cover a trivial hook. (common/deferred_running.cpp)
-    static constexpr std::chrono::milliseconds k_running_write_delay{50};
+    // The write-behind window (common/write_behind.hpp; deferred_running.cpp).
+    static constexpr std::chrono::milliseconds k_running_write_delay = k_write_behind_window;
     // Writes the deferred running rows that are due.
     void flush_due_running();
     // Rows inserted by reserve() and not launched yet: row id -> the cookie the

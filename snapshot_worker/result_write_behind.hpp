@@ -2,6 +2,7 @@
 
 #include "common/hook_result.hpp"
 #include "common/output_files.hpp"
+#include "common/write_behind.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -25,7 +26,7 @@ namespace orch {
 class ResultWriteBehind {
 public:
     using Clock = std::chrono::steady_clock;
-    static constexpr std::chrono::milliseconds k_delay{50};
+    static constexpr std::chrono::milliseconds k_delay = k_write_behind_window;
 
     // The hook of `result_id` started as process `process_id` at `at`.
     void started(const std::string& result_id, const std::string& process_id, Clock::time_point at);

@@ -130,9 +130,9 @@ TEST_CASE("a launch carries the exit of a hook already recorded running - keepin
     auto options = fx.options(false);
     options.exit_write_delay = 1h;
     Supervisor sup(*fx.conn, options);
-    // Longer than the deferred running write (50 ms): the row is running, with its
-    // identity, when the exit is held; the exit then carries no identity.
-    const auto slow = sup.launch(fx.request({"sh", "-c", "sleep 0.3; exit 5"}));
+    // Longer than the deferred running write (k_write_behind_window): the row is
+    // running, with its identity, when the exit is held; the exit then carries no identity.
+    const auto slow = sup.launch(fx.request({"sh", "-c", "sleep 1.5; exit 5"}));
     REQUIRE(slow.started());
     std::set<std::string> finished;
     REQUIRE(run_events_until(sup, [&] { return fx.column(slow.row_id, "status") == "running"; }, finished));

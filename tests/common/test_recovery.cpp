@@ -96,7 +96,7 @@ TEST_CASE("crash: a new instance kills every orphaned tree and closes every row"
     }
     // The forker's 30 processes and the escaper's grandchild exist before the crash.
     REQUIRE(eventually([&] { return pids_with_cookie(cookies[2]).size() >= 31 && pids_with_cookie(cookies[1]).size() >= 2; }));
-    // A hook's running write is deferred by up to 50 ms (supervisor.cpp): let it land.
+    // A hook's running write is deferred (k_write_behind_window): let it land.
     REQUIRE(eventually([&] {
         return std::all_of(hooks.begin(), hooks.end(), [&](const std::string& h) { return fx.column(h, "status") == "running"; });
     }));

@@ -215,7 +215,7 @@ TEST_CASE("a hook's running write is deferred: a short hook is recorded in one w
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(GENERATE(false, true)));
-    // Ends well within the 50 ms delay: queued -> exited, identity and start included.
+    // Ends well within the write-behind window: queued -> exited, identity and start included.
     const auto quick = sup.launch(fx.request({"true"}));
     REQUIRE(quick.started());
     CHECK(fx.column(quick.row_id, "status") == "queued");
