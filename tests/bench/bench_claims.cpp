@@ -27,6 +27,7 @@
 #include <atomic>
 #include <cstdlib>
 #include <functional>
+#include <stdexcept>
 #include <thread>
 
 using namespace orch;
@@ -205,9 +206,16 @@ Rates measure(pqxx::connection& admin, const std::vector<std::unique_ptr<pqxx::c
     auto crawls = fill(admin, per_crawl);
     // Untimed: the fill's dirty pages are written before the clock runs, not during it.
     pqxx::nontransaction(admin).exec0("CHECKPOINT");
-    const bool refill = queue_rows < items;
+    const std::vector<Client> kinds = {
+        [](pqxx::connection& c, const std::string& crawl, long q) { return ours_continuing(c, crawl, q); },
+        [](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, 1); },
+        [](pqxx::connection& c, const std::string& crawl, long q) { return ours_spawned(c, crawl, q, k_batch); },
+        [](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, k_batch); }};
+    // Refilled when the queue cannot serve every measurement; then a queue smaller
+    // than `items` is drained in rounds, a larger one gives `items` per measurement.
+    const bool refill = queue_rows < items * static_cast<long>(kinds.size()) * k_repeats;
     const long rounds = refill ? std::max(1L, items / queue_rows) : 1;
-    const long quota = refill ? 0 : items / k_clients;
+    const long quota = queue_rows >= items ? items / k_clients : 0;
     auto rate = [&](const Client& client) {
         double seconds = 0;
         long n = 0;
@@ -219,13 +227,12 @@ Rates measure(pqxx::connection& admin, const std::vector<std::unique_ptr<pqxx::c
             n += run_clients(conns, crawls, quota, client);
             seconds += std::chrono::duration<double>(Clock::now() - t0).count();
         }
+        if (n == 0) {
+            // A rate of nothing is a broken benchmark, not a slow queue.
+            throw std::runtime_error("row 3: a measurement claimed no rows (queue of " + std::to_string(queue_rows) + ")");
+        }
         return static_cast<double>(n) / seconds;
     };
-    const std::vector<Client> kinds = {
-        [](pqxx::connection& c, const std::string& crawl, long q) { return ours_continuing(c, crawl, q); },
-        [](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, 1); },
-        [](pqxx::connection& c, const std::string& crawl, long q) { return ours_spawned(c, crawl, q, k_batch); },
-        [](pqxx::connection& c, const std::string& crawl, long q) { return raw(c, crawl, q, k_batch); }};
     std::vector<std::vector<double>> rates(kinds.size());
     for (int i = 0; i < k_repeats; ++i) {
         for (std::size_t kind = 0; kind < kinds.size(); ++kind) {
@@ -245,12 +252,8 @@ std::string k(double v)
     return bench::fixed(v / 1000.0, 2) + "k/s";
 }
 
-} // namespace
-
-int main(int argc, char** argv)
+void run_bench(long large, long items)
 {
-    const long large = argc > 1 ? std::atol(argv[1]) : 1'000'000;
-    const long items = argc > 2 ? std::atol(argv[2]) : 4000;
     ScratchDatabase db;
     auto admin = db.connect();
     std::vector<std::unique_ptr<pqxx::connection>> conns;
@@ -276,5 +279,19 @@ int main(int argc, char** argv)
                       bench::fixed(small_q.raw_single / large_q.raw_single, 2) + ", " +
                           bench::fixed(small_q.raw_batched / large_q.raw_batched, 2),
                       "-", "<= 1.5", std::max(flat_single, flat_batched) <= 1.5);
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    const long large = argc > 1 ? std::atol(argv[1]) : 1'000'000;
+    const long items = argc > 2 ? std::atol(argv[2]) : 4000;
+    try {
+        run_bench(large, items);
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "bench_claims: %s\n", e.what());
+        return 1;
+    }
     return 0;
 }
