@@ -110,6 +110,7 @@ TEST_CASE("polite hook: 143 - no SIGKILL - well before its deadline", "[teardown
     REQUIRE(outcomes.size() == 1);
     CHECK(outcomes[0].exit_code == 143);
     CHECK(outcomes[0].term_signal == SIGTERM);
+    CHECK(outcomes[0].stop_signalled); // the stop ended it: a snapshot worker requeues it
     CHECK_FALSE(outcomes[0].killed);
     CHECK(outcomes[0].elapsed < 3s);
 }
@@ -227,6 +228,8 @@ TEST_CASE("leader exited but not reaped yet: phase 1 signals the whole tree", "[
     REQUIRE(outcomes.size() == 1);
     CHECK(std::filesystem::exists(marker));
     CHECK(outcomes[0].exit_code == 0);
+    // It had ended on its own before the SIGTERM: its exit is its own result.
+    CHECK_FALSE(outcomes[0].stop_signalled);
     CHECK_FALSE(outcomes[0].killed);
     CHECK(outcomes[0].tree_empty);
     CHECK(total < 2500ms);

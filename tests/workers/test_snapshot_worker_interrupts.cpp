@@ -216,10 +216,13 @@ TEST_CASE("snapshot_worker: SIGTERM tears down the running hook - requeues it - 
 TEST_CASE("snapshot_worker: a hook that ends on its own as the stop arrives keeps its result - it is not rerun",
           "[snapshot_worker][sigterm]")
 {
-    // The hook stops its own worker and exits at once: its exit races the
-    // worker's teardown. Whichever wins, the hook finished its work, and
-    // requeueing it would run a succeeded hook twice. Several snapshots, so
-    // that both orders of the race are likely to be met.
+    // The hook reports success, stops its own worker and exits at once: its
+    // exit races the worker's teardown. Here the SIGTERM mostly meets the shell
+    // on its way out (it reported, then died of the stop); a hook that ended
+    // before the SIGTERM is test_teardown.cpp's unreaped-leader case
+    // (stop_signalled false). Either way the hook finished its work, and
+    // requeueing it would run a succeeded hook twice: before the fix, all 6
+    // were requeued and rerun.
     WorkerFixture f;
     auto runs = f.file("runs");
     auto pidfile = f.file("worker.pid");
