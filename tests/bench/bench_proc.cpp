@@ -29,6 +29,13 @@ long PeakRssSampler::peak_kb(const std::string& program) const
     return it == m_peaks.end() ? 0 : it->second;
 }
 
+long PeakRssSampler::peak_anon_kb(const std::string& program) const
+{
+    std::lock_guard lock(m_mutex);
+    auto it = m_anon_peaks.find(program);
+    return it == m_anon_peaks.end() ? 0 : it->second;
+}
+
 void PeakRssSampler::scan()
 {
     std::error_code ec;
@@ -45,11 +52,16 @@ void PeakRssSampler::scan()
         std::ifstream status(entry.path() / "status");
         std::string line;
         while (std::getline(status, line)) {
-            if (line.rfind("VmHWM:", 0) == 0) {
-                const long kb = std::atol(line.c_str() + 6);
+            // VmHWM comes before RssAnon in the file.
+            const bool hwm = line.rfind("VmHWM:", 0) == 0;
+            const bool anon = line.rfind("RssAnon:", 0) == 0;
+            if (hwm || anon) {
+                const long kb = std::atol(line.c_str() + (hwm ? 6 : 8));
                 std::lock_guard lock(m_mutex);
-                auto& peak = m_peaks[exe.filename().string()];
+                auto& peak = (hwm ? m_peaks : m_anon_peaks)[exe.filename().string()];
                 peak = std::max(peak, kb);
+            }
+            if (anon) {
                 break;
             }
         }

@@ -26,6 +26,10 @@ public:
 
     // Largest VmHWM in kB seen for `program` (0 if never seen).
     long peak_kb(const std::string& program) const;
+    // Largest RssAnon in kB seen for `program` at a sample (0 if never seen): its
+    // own heap and stacks. The rest of its RSS is file pages (its binary's and the
+    // shared libraries' text and data), counted whole in every process mapping them.
+    long peak_anon_kb(const std::string& program) const;
 
 private:
     void scan();
@@ -33,6 +37,7 @@ private:
     std::chrono::milliseconds m_period;
     mutable std::mutex m_mutex;
     std::map<std::string, long> m_peaks;
+    std::map<std::string, long> m_anon_peaks;
     std::atomic<bool> m_stop{false};
     std::thread m_thread;
 };
