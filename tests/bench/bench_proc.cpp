@@ -24,16 +24,19 @@ PeakRssSampler::~PeakRssSampler()
 
 long PeakRssSampler::peak_kb(const std::string& program) const
 {
-    std::lock_guard lock(m_mutex);
-    auto it = m_peaks.find(program);
-    return it == m_peaks.end() ? 0 : it->second;
+    return peak_of(m_peaks, program);
 }
 
 long PeakRssSampler::peak_anon_kb(const std::string& program) const
 {
+    return peak_of(m_anon_peaks, program);
+}
+
+long PeakRssSampler::peak_of(const std::map<std::string, long>& peaks, const std::string& program) const
+{
     std::lock_guard lock(m_mutex);
-    auto it = m_anon_peaks.find(program);
-    return it == m_anon_peaks.end() ? 0 : it->second;
+    auto it = peaks.find(program);
+    return it == peaks.end() ? 0 : it->second;
 }
 
 void PeakRssSampler::scan()

@@ -33,6 +33,7 @@ public:
 
 private:
     void scan();
+    long peak_of(const std::map<std::string, long>& peaks, const std::string& program) const;
     std::filesystem::path m_bin_dir;
     std::chrono::milliseconds m_period;
     mutable std::mutex m_mutex;
