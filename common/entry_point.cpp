@@ -60,12 +60,13 @@ const CLI::Option* env_culprit(const CLI::App& app, const std::string& message, 
 
 } // namespace
 
-int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body)
+int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body,
+                 const std::function<bool()>& long_lived)
 {
-    reexec_without_gnutls_init(argv);
     // A closed pipe is an error to report, not a reason to die silently.
     std::signal(SIGPIPE, SIG_IGN);
     try {
+        // CLI11 leaves argv as it is: a re-exec below still passes it on whole.
         app.parse(argc, argv);
     } catch (const CLI::ParseError& e) {
         if (const auto* opt = env_culprit(app, e.what(), argc, argv); opt != nullptr && e.get_exit_code() != 0) {
@@ -75,6 +76,9 @@ int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()
         int rc = app.exit(e);
         return rc == 0 ? 0 : to_int(ExitCode::usage);
     }
+    // After the parse, so that --help, --version and usage errors cost one start,
+    // and a one-shot command is not loaded twice to save memory it holds for a moment.
+    reexec_without_gnutls_init(argv, long_lived());
     hide_secret_arguments(argc, argv);
     try {
         return body();

@@ -10,7 +10,11 @@ namespace orch {
 // exit-code table (common/exit_codes.hpp): --help/--version 0, parse errors 2,
 // orch::Error its own code, lost database connections 4, anything else 1. Errors
 // are printed as one line "<program>: error: <message>" on stderr.
-// Re-executes the process once first (common/lean_exec.hpp).
-int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()>& body);
+// After a successful parse, re-executes the process once (common/lean_exec.hpp)
+// when `long_lived()` says the parsed command keeps running (a supervisor or a
+// worker, whose resident memory counts); a one-shot command runs in the first image.
+int guarded_main(
+    CLI::App& app, int argc, char** argv, const std::function<int()>& body,
+    const std::function<bool()>& long_lived = [] { return true; });
 
 } // namespace orch

@@ -13,13 +13,16 @@ constexpr const char* k_marker = "ORCH_LEAN_EXEC";
 
 } // namespace
 
-void reexec_without_gnutls_init(char** argv) noexcept
+void reexec_without_gnutls_init(char** argv, bool reexec) noexcept
 {
     if (std::getenv(k_gnutls_variable) != nullptr) {
         if (std::getenv(k_marker) != nullptr) {
             ::unsetenv(k_gnutls_variable);
             ::unsetenv(k_marker);
         }
+        return;
+    }
+    if (!reexec) {
         return;
     }
     // The real path, not /proc/self/exe: the process name (comm) comes from it.

@@ -14,8 +14,12 @@ namespace orch {
 // re-executes itself (same pid, same argv); the second start removes it again,
 // so that no child (a hook that relies on GnuTLS initialising itself) inherits
 // it. A variable the user set is left alone, and so is the process if the exec
-// fails. Call first thing in main, before argv is touched. Never throws.
-void reexec_without_gnutls_init(char** argv) noexcept;
+// fails. With `reexec` false (a short-lived command, whose memory does not
+// matter, where the second load of the binary and its ~25 shared libraries
+// would cost more than the command's work: about 20 ms on stop 29's VM) it only
+// does the second start's part: removes the variables a parent gave it. Call
+// before argv is modified. Never throws.
+void reexec_without_gnutls_init(char** argv, bool reexec = true) noexcept;
 
 // Adds the variables of the second start to a worker's environment (its
 // LaunchRequest::private_env: not recorded), so that a worker we spawn starts

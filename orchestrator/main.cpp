@@ -111,6 +111,9 @@ int main(int argc, char** argv)
     // from one from the environment (guarded_main hides secrets in argv later).
     const std::vector<std::string> args(argv + 1, argv + argc);
 
+    // Only the run itself (one-shot or --daemon) stays; every subcommand is a
+    // one-shot command (logs --follow lasts, but is a terminal tool, not a supervisor).
+    const auto long_lived = [&] { return app.get_subcommands().empty(); };
     return guarded_main(app, argc, argv, [&]() -> int {
         configure_logging("orchestrator", common);
         if (!*config_show && !*db) {
@@ -186,5 +189,5 @@ int main(int argc, char** argv)
         run.idle_window = std::chrono::seconds(idle_s);
         run.stop_grace = std::chrono::seconds(stop_grace_s);
         return to_int(run_orchestrator(common, run));
-    });
+    }, long_lived);
 }
