@@ -173,6 +173,23 @@ int latest_known_version()
 
 MigrationReport apply_migrations(pqxx::connection& conn)
 {
+    {
+        // Every command that may be the first against a database runs this, and the
+        // database is almost always current already: one unlocked read (two
+        // statements in autocommit) settles that. Anything else (never migrated,
+        // pending, a digest to record, a mismatch to refuse, a migration committing
+        // meanwhile) takes the locked path below, which decides it again.
+        pqxx::nontransaction read(conn);
+        const auto states = compare_migrations(read);
+        const bool current = !states.empty() && std::all_of(states.begin(), states.end(), [](const MigrationState& m) {
+            return m.kind == MigrationState::Kind::applied;
+        });
+        if (current) {
+            MigrationReport report;
+            report.from_version = report.to_version = latest_known_version();
+            return report;
+        }
+    }
     pqxx::work tx(conn);
     tx.exec_params("SELECT pg_advisory_xact_lock($1)", k_migration_lock_key);
     tx.exec0("CREATE TABLE IF NOT EXISTS schema_migrations ("

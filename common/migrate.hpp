@@ -23,8 +23,9 @@ int latest_known_version();
 // schema_migrations.checksum and compared at every call: throws SchemaMismatch
 // (applying nothing) when an applied migration's name or digest differs from this
 // binary's file of that version, or when the database is newer than this binary.
-// A missing digest (applied by a binary that kept none) is recorded. pqxx errors
-// propagate.
+// A missing digest (applied by a binary that kept none) is recorded. A database
+// whose migrations are exactly this binary's, digests included, is recognised by
+// one read without the lock and left untouched. pqxx errors propagate.
 MigrationReport apply_migrations(pqxx::connection& conn);
 
 // One migration as the database and this binary know it (migration_status).

@@ -46,6 +46,30 @@ TEST_CASE("applying migrations twice is a no-op the second time", "[migrations]"
     CHECK(tx.exec1("SELECT count(*) FROM schema_migrations")[0].as<std::size_t>() == embedded_migrations().size());
 }
 
+TEST_CASE("a current database is recognised without the migration lock - one that is not still waits for it",
+          "[migrations]")
+{
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    apply_migrations(*conn);
+    // Another session holds the lock (a migration in progress elsewhere), and
+    // waiting for it would fail at once.
+    auto holder = db.connect();
+    pqxx::nontransaction(*holder).exec1("SELECT pg_advisory_lock(x'6f72636832303236'::bigint)");
+    pqxx::nontransaction(*conn).exec0("SET lock_timeout = '200ms'");
+    const auto report = apply_migrations(*conn);
+    CHECK(report.applied.empty());
+    CHECK(report.from_version == latest_known_version());
+    CHECK(report.to_version == latest_known_version());
+
+    // A digest to record is a write: that takes the lock, and waits for it.
+    pqxx::nontransaction(*conn).exec_params0("UPDATE schema_migrations SET checksum = NULL WHERE version = $1",
+                                             latest_known_version());
+    CHECK_THROWS_AS(apply_migrations(*conn), pqxx::sql_error);
+    pqxx::nontransaction(*holder).exec1("SELECT pg_advisory_unlock_all()");
+    CHECK(apply_migrations(*conn).checksums_recorded == 1);
+}
+
 TEST_CASE("two processes migrating at once: one applies - the other waits and finds nothing to do", "[migrations]")
 {
     ScratchDatabase db(false);
