@@ -16,11 +16,13 @@
 // crawl's seal is the durable point: snapshot_worker/snapshot_store.cpp), so the
 // ratio compares the statements, not two durability choices.
 // Single-item (k = 1) and batched (k = 50), on a queue of 1k and of `large` due rows.
-// Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items]
+// First, context rows: this machine's PostgreSQL against the reference figures.
+// Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items] [calibration seconds]
 #include "common/lease.hpp"
 #include "common/random_id.hpp"
 #include "common/snapshot_claims.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
+#include "tests/bench/bench_machine.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/support/pg_fixture.hpp"
 
@@ -252,9 +254,35 @@ std::string k(double v)
     return bench::fixed(v / 1000.0, 2) + "k/s";
 }
 
-void run_bench(long large, long items)
+// The reference machine's figures for the same two measurements (pg-queues.md §6).
+constexpr double k_reference_connections_per_s = 345;
+constexpr double k_reference_by_id_updates_per_s = 21'587;
+
+// Before the queues exist: the machine as the reference measured it.
+void calibrate(const ScratchDatabase& db, double seconds)
+{
+    std::vector<double> connections;
+    std::vector<double> updates;
+    for (int i = 0; i < k_repeats; ++i) {
+        connections.push_back(bench::connections_per_second(db.url(), seconds));
+        updates.push_back(bench::by_id_updates_per_second(db.url(), seconds));
+    }
+    const double conn_rate = bench::quantile(connections, 0.5);
+    const double update_rate = bench::quantile(updates, 0.5);
+    std::printf("machine, median of %d x %.1f s, 8 clients: %.0f new connections/s, %.0f by-id updates/s\n", k_repeats,
+                seconds, conn_rate, update_rate);
+    bench::report_context("3 context: new connections/s here vs the goals' reference machine (8 clients)",
+                          bench::fixed(conn_rate, 0), bench::fixed(k_reference_connections_per_s, 0),
+                          bench::fixed(conn_rate / k_reference_connections_per_s, 2) + "x");
+    bench::report_context("3 context: by-id UPDATE ... RETURNING here vs the reference (8 clients, no WAL flush)",
+                          k(update_rate), k(k_reference_by_id_updates_per_s),
+                          bench::fixed(update_rate / k_reference_by_id_updates_per_s, 2) + "x");
+}
+
+void run_bench(long large, long items, double calibration_s)
 {
     ScratchDatabase db;
+    calibrate(db, calibration_s);
     auto admin = db.connect();
     std::vector<std::unique_ptr<pqxx::connection>> conns;
     for (int c = 0; c < k_clients; ++c) {
@@ -287,8 +315,9 @@ int main(int argc, char** argv)
 {
     const long large = argc > 1 ? std::atol(argv[1]) : 1'000'000;
     const long items = argc > 2 ? std::atol(argv[2]) : 4000;
+    const double calibration_s = argc > 3 ? std::atof(argv[3]) : 4;
     try {
-        run_bench(large, items);
+        run_bench(large, items, calibration_s);
     } catch (const std::exception& e) {
         std::fprintf(stderr, "bench_claims: %s\n", e.what());
         return 1;
