@@ -39,6 +39,24 @@ long PeakRssSampler::peak_of(const std::map<std::string, long>& peaks, const std
     return it == peaks.end() ? 0 : it->second;
 }
 
+namespace {
+
+// Whether the process at `proc_dir` runs with an argument "add": an orchestrator's
+// subcommand (the bench passes no option value spelled so).
+bool is_add_command(const std::filesystem::path& proc_dir)
+{
+    std::ifstream in(proc_dir / "cmdline");
+    std::string arg;
+    while (std::getline(in, arg, '\0')) {
+        if (arg == "add") {
+            return true;
+        }
+    }
+    return false;
+}
+
+} // namespace
+
 void PeakRssSampler::scan()
 {
     std::error_code ec;
@@ -52,6 +70,10 @@ void PeakRssSampler::scan()
         if (link_ec || exe.parent_path() != m_bin_dir) {
             continue;
         }
+        auto program = exe.filename().string();
+        if (program == "orchestrator" && is_add_command(entry.path())) {
+            program = "orchestrator add";
+        }
         std::ifstream status(entry.path() / "status");
         std::string line;
         while (std::getline(status, line)) {
@@ -61,7 +83,7 @@ void PeakRssSampler::scan()
             if (hwm || anon) {
                 const long kb = std::atol(line.c_str() + (hwm ? 6 : 8));
                 std::lock_guard lock(m_mutex);
-                auto& peak = (hwm ? m_peaks : m_anon_peaks)[exe.filename().string()];
+                auto& peak = (hwm ? m_peaks : m_anon_peaks)[program];
                 peak = std::max(peak, kb);
             }
             if (anon) {

@@ -17,6 +17,8 @@ namespace orch::bench {
 // While alive, scans /proc every `period` for processes whose executable is in
 // `bin_dir` and keeps the largest VmHWM (peak resident set) seen per program
 // name. Programs of other builds (same names, other directories) are ignored.
+// An `orchestrator add` (the one-shot command that queues a crawl, not the
+// supervisor) is kept apart, as the program "orchestrator add".
 class PeakRssSampler {
 public:
     PeakRssSampler(std::filesystem::path bin_dir, std::chrono::milliseconds period);
