@@ -18,9 +18,9 @@ using Clock = std::chrono::steady_clock;
 constexpr int k_clients = 8;
 constexpr int k_rows = 100'000;
 
-// Runs `work` (one unit per call, returns when done) on k_clients threads until
-// `seconds` have passed; the rate over the wall time all of them took. A unit's
-// exception stops its thread and is rethrown here.
+// Client c runs the unit of work `work(c)` gives it, one call per unit, on a
+// thread of its own, until `seconds` have passed; the units per second over the
+// wall time all of them took. An exception stops its thread and is rethrown here.
 template <typename Work>
 double rate(double seconds, Work work)
 {
