@@ -29,6 +29,7 @@
 #include <fstream>
 #include <set>
 #include <thread>
+#include <utility>
 
 #include <spawn.h>
 #include <sys/resource.h>
@@ -423,7 +424,8 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
             "SELECT extract(epoch FROM c.sealed_at - (SELECT max(sealed_at) FROM snapshot WHERE crawl_id = " + q +
             ")) FROM crawl c WHERE id = " + q));
     }
-    auto report = [&](const std::string& what, const std::vector<double>& v) {
+    // Prints a series' p50, p99 and slowest samples; returns {p50, p99}.
+    auto summarise = [](const std::string& what, const std::vector<double>& v) {
         const double p50 = bench::quantile(v, 0.5);
         const double p99 = bench::quantile(v, 0.99);
         auto slowest = v;
@@ -435,16 +437,17 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
         }
         std::printf("%s: p50 %.1f ms, p99 %.1f ms over %zu samples (slowest:%s ms)\n", what.c_str(), p50, p99, v.size(),
                     tail.c_str());
-        bench::report_row("4 wake-up " + what + " p50/p99 (ms)", bench::fixed(p50) + " / " + bench::fixed(p99),
-                          "ArchiveBox: 1000-2000 poll", "-", "<= 10 / <= 50", p50 <= 10 && p99 <= 50);
+        return std::pair{p50, p99};
+    };
+    auto figures = [](std::pair<double, double> q) { return bench::fixed(q.first) + " / " + bench::fixed(q.second); };
+    auto report = [&](const std::string& what, const std::vector<double>& v) {
+        const auto q = summarise(what, v);
+        bench::report_row("4 wake-up " + what + " p50/p99 (ms)", figures(q), "ArchiveBox: 1000-2000 poll", "-",
+                          "<= 10 / <= 50", q.first <= 10 && q.second <= 50);
     };
     report("add->crawl_worker running", to_running);
-    std::printf("add->first snapshot claimed: p50 %.1f ms, p99 %.1f ms\n", bench::quantile(to_claimed, 0.5),
-                bench::quantile(to_claimed, 0.99));
     bench::report_context("4 context: add->first snapshot claimed by the crawl worker p50/p99 (ms)",
-                          bench::fixed(bench::quantile(to_claimed, 0.5)) + " / " +
-                              bench::fixed(bench::quantile(to_claimed, 0.99)),
-                          "-", "-");
+                          figures(summarise("add->first snapshot claimed", to_claimed)), "-", "-");
     report("snapshot sealed->crawl sealed", to_sealed);
 
     std::this_thread::sleep_for(std::chrono::seconds(1));
