@@ -1,6 +1,9 @@
 #include "common/event_journal.hpp"
 
+#include "common/autocommit_statement.hpp"
 #include "common/log.hpp"
+
+#include <fmt/format.h>
 
 #include <pwd.h>
 #include <unistd.h>
@@ -33,14 +36,55 @@ void set_event_machine_id(std::string machine_id)
     event_machine_id() = std::move(machine_id);
 }
 
-void record_event(pqxx::transaction_base& tx, const std::string& actor, const Event& event)
+namespace {
+
+constexpr const char* k_columns =
+    "INSERT INTO event (kind, actor, os_user, machine_id, process_id, crawl_id, snapshot_id, message, detail) ";
+
+// The values of k_columns, in its order.
+std::vector<std::optional<std::string>> event_values(const std::string& actor, const Event& event)
 {
     static const std::optional<std::string> user = os_user();
-    tx.exec_params0("INSERT INTO event (kind, actor, os_user, machine_id, process_id, crawl_id, snapshot_id, "
-                    " message, detail) "
-                    "VALUES ($1, $2, $3, $4, $5::uuid, $6::uuid, $7::uuid, $8, $9::jsonb)",
-                    event.kind, actor, user, event_machine_id(), event.process_id, event.crawl_id, event.snapshot_id,
-                    event.message, event.detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    return {event.kind,
+            actor,
+            user,
+            event_machine_id(),
+            event.process_id,
+            event.crawl_id,
+            event.snapshot_id,
+            event.message,
+            event.detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
+}
+
+// $first..$first+8, cast as k_columns needs them.
+std::string event_placeholders(std::size_t first)
+{
+    return fmt::format("${}, ${}, ${}, ${}, ${}::uuid, ${}::uuid, ${}::uuid, ${}, ${}::jsonb", first, first + 1,
+                       first + 2, first + 3, first + 4, first + 5, first + 6, first + 7, first + 8);
+}
+
+} // namespace
+
+void record_event(pqxx::transaction_base& tx, const std::string& actor, const Event& event)
+{
+    const auto values = event_values(actor, event);
+    tx.exec_params0(std::string(k_columns) + "VALUES (" + event_placeholders(1) + ")", values[0], values[1],
+                    values[2], values[3], values[4], values[5], values[6], values[7], values[8]);
+}
+
+std::size_t record_event_with_change(pqxx::connection& conn, const std::string& name, const std::string& change,
+                                     std::vector<std::optional<std::string>> params, const std::string& actor,
+                                     const Event& event)
+{
+    const auto first = params.size() + 1;
+    for (auto& value : event_values(actor, event)) {
+        params.push_back(std::move(value));
+    }
+    return exec_autocommit_params(conn, name,
+                                  fmt::format("WITH change AS ({}) {}SELECT {} FROM change RETURNING 1", change,
+                                              k_columns, event_placeholders(first)),
+                                  params)
+        .size();
 }
 
 void record_event(pqxx::connection& conn, const std::string& actor, const Event& event) noexcept

@@ -5,6 +5,7 @@
 
 #include <optional>
 #include <string>
+#include <vector>
 
 // The event journal (migration 0012, `ops.events`): operator actions and the
 // decisions a process takes on its own that an operator asks about afterwards.
@@ -40,6 +41,17 @@ void set_event_machine_id(std::string machine_id);
 // Inside `tx`, so that the event commits with the change it describes; throws
 // what pqxx throws.
 void record_event(pqxx::transaction_base& tx, const std::string& actor, const Event& event);
+
+// A change and its event in one statement, in autocommit (one round trip,
+// committed durably together): `change` is a data-modifying statement with
+// RETURNING, its parameters $1..$n in `params` (nullopt = NULL), and the event
+// is written once per row it returns: none when it changed nothing. Prepared
+// on `conn` as `name` (one definition per name). Returns the events written.
+// Must not be called while a transaction is open on `conn`; throws what
+// libpqxx throws.
+std::size_t record_event_with_change(pqxx::connection& conn, const std::string& name, const std::string& change,
+                                     std::vector<std::optional<std::string>> params, const std::string& actor,
+                                     const Event& event);
 
 // In a transaction of its own, for a decision with no transaction to join.
 // Failures are logged, never thrown: the journal must not stop the work it

@@ -1,5 +1,6 @@
 #include "crawl_worker/crawl_store.hpp"
 
+#include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
 
@@ -86,8 +87,9 @@ int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
 
 long CrawlStore::unsealed_count()
 {
-    pqxx::read_transaction tx(m_conn);
-    return tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1 AND status <> 'sealed'", m_crawl_id)[0]
+    // One statement in autocommit: one round trip, where a read-only transaction takes three.
+    return exec_autocommit(m_conn, "crawl_store.unsealed_count",
+                           "SELECT count(*) FROM snapshot WHERE crawl_id = $1 AND status <> 'sealed'", m_crawl_id)[0][0]
         .as<long>();
 }
 
@@ -218,14 +220,16 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
 
 std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason)
 {
-    pqxx::work tx(m_conn);
     // One count serves the outcome (unless forced) and the journal. A partial
     // snapshot archived something: the crawl failed only if none of its snapshots
-    // succeeded or was partial.
-    auto counts = tx.exec_params1("SELECT count(*) FILTER (WHERE outcome = 'succeeded'), "
-                                  " count(*) FILTER (WHERE outcome = 'partial'), count(*) "
-                                  "FROM snapshot WHERE crawl_id = $1",
-                                  m_crawl_id);
+    // succeeded or was partial. Read before the seal's statement, as it was read
+    // by the seal's transaction: every snapshot is sealed by now, by its worker
+    // or by seal_unsealed.
+    const auto counts = exec_autocommit(m_conn, "crawl_store.seal_counts",
+                                        "SELECT count(*) FILTER (WHERE outcome = 'succeeded'), "
+                                        " count(*) FILTER (WHERE outcome = 'partial'), count(*) "
+                                        "FROM snapshot WHERE crawl_id = $1",
+                                        m_crawl_id)[0];
     const long ok = counts[0].as<long>();
     const long partial = counts[1].as<long>();
     const long total = counts[2].as<long>();
@@ -233,19 +237,21 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
                                 : ok == total ? "succeeded"
                                 : ok + partial == 0 ? "failed"
                                 : "partial";
-    auto r = tx.exec_params("UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = clock_timestamp(), "
-                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                            "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
-                            m_crawl_id, m_owner, outcome, reason);
-    if (r.empty()) {
-        throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
-    }
     Event e{"crawl.sealed", fmt::format("crawl sealed {}{}", outcome, reason ? ": " + *reason : std::string()),
             m_crawl_id};
     e.process_id = m_owner;
     e.detail = {{"outcome", outcome}, {"snapshots", total}, {"succeeded", ok}, {"partial", partial}};
-    record_event(tx, "crawl_worker", e);
-    tx.commit();
+    // The seal and its journal entry in one durable statement: the crawl's seal is
+    // the durable point, and on the path from its last snapshot to a sealed crawl.
+    const auto sealed = record_event_with_change(
+        m_conn, "crawl_store.seal",
+        "UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = clock_timestamp(), "
+        " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+        {m_crawl_id, m_owner, outcome, reason}, "crawl_worker", e);
+    if (sealed == 0) {
+        throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
+    }
     return outcome;
 }
 

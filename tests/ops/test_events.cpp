@@ -147,3 +147,43 @@ TEST_CASE("ops: the event journal records operator actions and a crawl's life - 
     CHECK(f.run({"events", "--crawl-id", "nope"}).exit_code == 7);
     CHECK(f.run({"events", "--since", "yesterday"}).exit_code == 7);
 }
+
+TEST_CASE("ops: an event recorded with its change is written once per changed row - in the change's commit",
+          "[ops][events]")
+{
+    ScratchDatabase db;
+    auto conn = db.connect();
+    const auto crawl = pqxx::nontransaction(*conn)
+                           .exec1("INSERT INTO crawl (urls) VALUES ('{http://a.test/}') RETURNING id")[0]
+                           .as<std::string>();
+    auto scalar = [&](const std::string& sql) {
+        return pqxx::nontransaction(*conn).exec_params1(sql, crawl)[0].as<std::string>();
+    };
+    // Changes the label from $3 (NULL: none yet) to $2: the same call again changes nothing.
+    const std::string relabel =
+        "UPDATE crawl SET label = $2 WHERE id = $1::uuid AND label IS NOT DISTINCT FROM $3 RETURNING 1";
+    orch::Event e{"crawl.paused", "crawl labelled x", crawl};
+    e.detail = {{"label", "x"}};
+    const std::vector<std::optional<std::string>> params{crawl, std::string("x"), std::nullopt};
+
+    CHECK(orch::record_event_with_change(*conn, "test.relabel", relabel, params, "cli", e) == 1);
+    CHECK(scalar("SELECT label FROM crawl WHERE id = $1") == "x");
+    CHECK(scalar("SELECT count(*) FROM event WHERE crawl_id = $1") == "1");
+    CHECK(scalar("SELECT kind || ' ' || actor || ' ' || message || ' ' || (detail->>'label') FROM event "
+                 "WHERE crawl_id = $1") == "crawl.paused cli crawl labelled x x");
+    // Written by the change's own transaction.
+    CHECK(scalar("SELECT (e.xmin::text = c.xmin::text)::text FROM event e JOIN crawl c ON c.id = e.crawl_id "
+                 "WHERE c.id = $1") == "true");
+
+    // No change, no event.
+    CHECK(orch::record_event_with_change(*conn, "test.relabel", relabel, params, "cli", e) == 0);
+    CHECK(scalar("SELECT count(*) FROM event WHERE crawl_id = $1") == "1");
+
+    // A change that fails takes its event with it.
+    CHECK_THROWS_AS(orch::record_event_with_change(*conn, "test.depth",
+                                                   "UPDATE crawl SET max_depth = $2::int WHERE id = $1::uuid RETURNING 1",
+                                                   {crawl, std::string("-1")}, "cli", e),
+                    pqxx::sql_error);
+    CHECK(scalar("SELECT count(*) FROM event WHERE crawl_id = $1") == "1");
+    CHECK(scalar("SELECT max_depth FROM crawl WHERE id = $1") == "0");
+}
