@@ -54,10 +54,13 @@ ExitCode OrchestratorLoop::run(const std::string& self_id)
             recover();
             next_recovery = Clock::now() + m_options.recovery_interval;
         }
-        enqueue_due_schedules(m_conn);
+        // Claims first: a wake-up is nearly always an added crawl, and the schedule
+        // check is a round trip on its way. A crawl a schedule enqueues here wakes
+        // this loop again (its insert notifies our own listener) and is claimed then.
         if (!m_config_error) {
             spawn_workers();
         }
+        enqueue_due_schedules(m_conn);
         if (!m_options.daemon && m_workers.empty() &&
             (m_config_error || !work_due_within(m_conn, m_options.idle_window))) {
             log::info("nothing due and nothing running; exiting");
