@@ -67,8 +67,9 @@ std::string event_placeholders(std::size_t first)
 
 void record_event(pqxx::transaction_base& tx, const std::string& actor, const Event& event)
 {
+    static const std::string sql = std::string(k_columns) + "VALUES (" + event_placeholders(1) + ")";
     const auto values = event_values(actor, event);
-    tx.exec_params0(std::string(k_columns) + "VALUES (" + event_placeholders(1) + ")", values[0], values[1],
+    tx.exec_params0(sql, values[0], values[1],
                     values[2], values[3], values[4], values[5], values[6], values[7], values[8]);
 }
 

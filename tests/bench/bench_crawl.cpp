@@ -445,8 +445,8 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
             "WHERE c.id = $1",
             id);
         tx.commit();
-        if (r[0].is_null() || r[1].is_null() || r[2].is_null() || r[3].is_null() || r[4].is_null() ||
-            !r[6].as<bool>()) {
+        const bool complete = std::none_of(r.begin(), r.end(), [](const pqxx::field& v) { return v.is_null(); });
+        if (!complete || !r[k_figures].as<bool>()) {
             throw std::runtime_error("latency crawl " + id + ": a commit timestamp is missing or precedes its row's "
                                      "own timestamp (is track_commit_timestamp on?)");
         }
@@ -499,6 +499,135 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
     daemon.wait_for(std::chrono::seconds(30));
 }
 
+// Rows 2, 6 (peak RSS) and 7: `rounds` of a raw ceiling then our crawl of n URLs,
+// then the same against `history` old rows.
+void throughput_and_scale(Bench& b, int n, long history, int rounds)
+{
+    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu;
+    std::vector<CpuSplit> raw_splits, our_splits;
+    CrawlRun ours;
+    long rss_orch = 0;
+    long rss_crawl = 0;
+    long rss_snap = 0;
+    long rss_add = 0;
+    std::string anon_mb;
+    {
+        bench::PeakRssSampler sampler(bin_path("orchestrator").parent_path(), std::chrono::milliseconds(10));
+        for (int r = 1; r <= rounds; ++r) {
+            const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
+            raw_rates.push_back(raw_run.per_s);
+            raw_cpu.push_back(raw_run.cpu_ms);
+            raw_splits.push_back(raw_run.split);
+            ours = crawl(b, n, "e2e" + std::to_string(r));
+            our_rates.push_back(ours.per_s);
+            our_cpu.push_back(ours.cpu_ms);
+            our_splits.push_back(ours.split);
+            ratios.push_back(ours.per_s / raw_rates.back());
+            std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
+        }
+        rss_orch = sampler.peak_kb("orchestrator");
+        rss_crawl = sampler.peak_kb("crawl_worker");
+        rss_snap = sampler.peak_kb("snapshot_worker");
+        rss_add = sampler.peak_kb("orchestrator add");
+        for (const char* name : {"orchestrator", "crawl_worker", "snapshot_worker"}) {
+            anon_mb += (anon_mb.empty() ? "" : " / ") + bench::fixed(sampler.peak_anon_kb(name) / 1024.0);
+        }
+    }
+    const double raw = bench::median(raw_rates);
+    const double our_rate = bench::median(our_rates);
+    const double ratio = bench::median(ratios);
+    const double raw_per_snapshot = raw_ceiling(b, n, n).per_s;
+    const auto recording = raw_ceiling(b, n, k_snapshot_workers, true);
+    const double raw_one_program = raw_ceiling(b, n, k_snapshot_workers, false, true).per_s;
+    const double raw_recording = recording.per_s;
+    const bool met = our_rate >= 150 && ratio >= 0.5;
+    const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+    const std::string spread = rounds > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "";
+    const std::string of_rounds = rounds > 1 ? ", median of " + std::to_string(rounds) : "";
+    bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s" + of_rounds + ")",
+                      bench::fixed(our_rate), bench::fixed(raw), bench::fixed(ratio, 2) + spread,
+                      ">= 150/s and >= 0.50", met);
+    // What the rates come from, steadier than wall time on a shared machine: CPU
+    // of the whole machine (ours, PostgreSQL, the hooks) per snapshot, medians.
+    const double our_cpu_ms = bench::median(our_cpu);
+    const double raw_cpu_ms = bench::median(raw_cpu);
+    bench::report_context("2 context: machine CPU per snapshot (ms; ratio raw/ours)", bench::fixed(our_cpu_ms, 2),
+                          bench::fixed(raw_cpu_ms, 2), bench::fixed(raw_cpu_ms / our_cpu_ms, 2));
+    // Where it goes (medians of each part): what the hooks cost is the same
+    // program either way; the difference is ours.
+    auto split = [](const std::vector<CpuSplit>& runs, bool managers) {
+        auto part = [&](double CpuSplit::*field) {
+            std::vector<double> v;
+            for (const auto& run : runs) {
+                v.push_back(run.*field);
+            }
+            return bench::fixed(bench::median(v), 2);
+        };
+        return part(&CpuSplit::hooks) + " / " + part(&CpuSplit::workers) + " / " +
+               (managers ? part(&CpuSplit::managers) : std::string("-")) + " / " + part(&CpuSplit::postgres) +
+               " / " + part(&CpuSplit::rest);
+    };
+    bench::report_context("2 context: CPU ms per snapshot: hooks / workers / orchestrator+crawl worker / "
+                          "PostgreSQL / rest",
+                          split(our_splits, true), split(raw_splits, false), "-");
+    // For scale: the ceiling of one process and one connection per snapshot.
+    bench::report_context("2 context: vs raw with a process + connection per snapshot", bench::fixed(our_rate),
+                          bench::fixed(raw_per_snapshot), bench::fixed(our_rate / raw_per_snapshot, 2));
+    // For judging the goal: the same raw loop keeping the least a record needs, one
+    // plain statement each (a row per hook before its spawn, its exit after, a
+    // durable seal per snapshot: 7 round trips per snapshot; ours makes 2).
+    bench::report_context("2 context: vs raw that also records each hook and seal", bench::fixed(our_rate),
+                          bench::fixed(raw_recording), bench::fixed(our_rate / raw_recording, 2));
+    // The raw ceiling as it was measured until stop 24: one program (bench_noop) as
+    // all three hooks, sharing its pages, where ours runs three files.
+    bench::report_context("2 context: vs raw running one program as all 3 hooks (baseline until stop 24)",
+                          bench::fixed(our_rate), bench::fixed(raw_one_program),
+                          bench::fixed(our_rate / raw_one_program, 2));
+    // The round trips behind those records: ours write more per snapshot in fewer statements.
+    bench::report_context("2 context: database transactions per snapshot (ours; raw that records)",
+                          bench::fixed(ours.xacts, 2), bench::fixed(recording.xacts, 2), "-");
+    std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
+    for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
+                                   {"snapshot_worker", rss_snap}}) {
+        bench::report_row(std::string("6 peak RSS ") + name + " (MB)", bench::fixed(kb / 1024.0), "-", "-",
+                          "<= 10 MB", kb > 0 && kb <= 10 * 1024);
+    }
+    // What of that is the programs' own memory; the rest is file pages (binary,
+    // libc, libpq and what it links: libcrypto, gnutls, krb5, ...).
+    bench::report_context("6 context: peak anonymous RSS orchestrator / crawl_worker / snapshot_worker (MB)",
+                          anon_mb, "-", "-");
+    // The command that queued each crawl: the same binary, but a client that
+    // exits in a moment, and since stop 29 not re-executed lean (GnuTLS
+    // initialises itself in it, about 0.8 MB): kept out of the orchestrator's row.
+    bench::report_context("6 context: peak RSS of the one-shot `orchestrator add` of " + std::to_string(n) +
+                              " URLs (MB)",
+                          bench::fixed(rss_add / 1024.0), "-", "-");
+    fill_history(b, history);
+    // Row 7 compares two crawls minutes apart, across which this VM's speed
+    // drifts by 10-30% (hooks, which never touch the database, moved as much as
+    // the rest): each round pairs the crawl with a raw ceiling run just before
+    // it, as row 2's rounds do, and the figure is the ratio of the two rows'
+    // median paired ratios. The raw loop's tables hold none of the history.
+    std::vector<double> scale_rates, scale_ratios;
+    for (int r = 1; r <= rounds; ++r) {
+        const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
+        const auto scaled = crawl(b, n, "scale" + std::to_string(r));
+        scale_rates.push_back(scaled.per_s);
+        scale_ratios.push_back(scaled.per_s / raw_run.per_s);
+        std::printf("round %d of row 7: ratio %.2f to the raw ceiling\n", r, scale_ratios.back());
+    }
+    const double scale_rate = bench::median(scale_rates);
+    const double scale_vs_row2 = bench::median(scale_ratios) / ratio;
+    const std::string rows = history >= 1'000'000 ? std::to_string(history / 1'000'000) + "M"
+                                                  : std::to_string(history / 1000) + "k";
+    bench::report_row("7 scale: row 2 with " + rows + " old snapshots+processes (snapshots/s" + of_rounds +
+                          "; ratio of the rows' ratios to raw)",
+                      bench::fixed(scale_rate), bench::fixed(our_rate) + " (row 2)", bench::fixed(scale_vs_row2, 2),
+                      ">= 0.80", scale_vs_row2 >= 0.8);
+    bench::report_context("7 context: the same, rates alone (unpaired, minutes apart)", bench::fixed(scale_rate),
+                          bench::fixed(our_rate) + " (row 2)", bench::fixed(scale_rate / our_rate, 2));
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -511,130 +640,7 @@ int main(int argc, char** argv)
         Bench b;
         crawl(b, n > 0 ? std::min(n, 20) : 20, "warmup");
         if (n > 0) {
-            const int rounds = std::max(1, argc > 5 ? std::atoi(argv[5]) : 3);
-            std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu;
-            std::vector<CpuSplit> raw_splits, our_splits;
-            CrawlRun ours;
-            long rss_orch = 0;
-            long rss_crawl = 0;
-            long rss_snap = 0;
-            long rss_add = 0;
-            std::string anon_mb;
-            {
-                bench::PeakRssSampler sampler(bin_path("orchestrator").parent_path(), std::chrono::milliseconds(10));
-                for (int r = 1; r <= rounds; ++r) {
-                    const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
-                    raw_rates.push_back(raw_run.per_s);
-                    raw_cpu.push_back(raw_run.cpu_ms);
-                    raw_splits.push_back(raw_run.split);
-                    ours = crawl(b, n, "e2e" + std::to_string(r));
-                    our_rates.push_back(ours.per_s);
-                    our_cpu.push_back(ours.cpu_ms);
-                    our_splits.push_back(ours.split);
-                    ratios.push_back(ours.per_s / raw_rates.back());
-                    std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
-                }
-                rss_orch = sampler.peak_kb("orchestrator");
-                rss_crawl = sampler.peak_kb("crawl_worker");
-                rss_snap = sampler.peak_kb("snapshot_worker");
-                rss_add = sampler.peak_kb("orchestrator add");
-                for (const char* name : {"orchestrator", "crawl_worker", "snapshot_worker"}) {
-                    anon_mb += (anon_mb.empty() ? "" : " / ") + bench::fixed(sampler.peak_anon_kb(name) / 1024.0);
-                }
-            }
-            const double raw = bench::median(raw_rates);
-            const double our_rate = bench::median(our_rates);
-            const double ratio = bench::median(ratios);
-            const double raw_per_snapshot = raw_ceiling(b, n, n).per_s;
-            const auto recording = raw_ceiling(b, n, k_snapshot_workers, true);
-            const double raw_one_program = raw_ceiling(b, n, k_snapshot_workers, false, true).per_s;
-            const double raw_recording = recording.per_s;
-            const bool met = our_rate >= 150 && ratio >= 0.5;
-            const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
-            const std::string spread = rounds > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "";
-            const std::string of_rounds = rounds > 1 ? ", median of " + std::to_string(rounds) : "";
-            bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s" + of_rounds + ")",
-                              bench::fixed(our_rate), bench::fixed(raw), bench::fixed(ratio, 2) + spread,
-                              ">= 150/s and >= 0.50", met);
-            // What the rates come from, steadier than wall time on a shared machine: CPU
-            // of the whole machine (ours, PostgreSQL, the hooks) per snapshot, medians.
-            const double our_cpu_ms = bench::median(our_cpu);
-            const double raw_cpu_ms = bench::median(raw_cpu);
-            bench::report_context("2 context: machine CPU per snapshot (ms; ratio raw/ours)", bench::fixed(our_cpu_ms, 2),
-                                  bench::fixed(raw_cpu_ms, 2), bench::fixed(raw_cpu_ms / our_cpu_ms, 2));
-            // Where it goes (medians of each part): what the hooks cost is the same
-            // program either way; the difference is ours.
-            auto split = [](const std::vector<CpuSplit>& runs, bool managers) {
-                auto part = [&](double CpuSplit::*field) {
-                    std::vector<double> v;
-                    for (const auto& run : runs) {
-                        v.push_back(run.*field);
-                    }
-                    return bench::fixed(bench::median(v), 2);
-                };
-                return part(&CpuSplit::hooks) + " / " + part(&CpuSplit::workers) + " / " +
-                       (managers ? part(&CpuSplit::managers) : std::string("-")) + " / " + part(&CpuSplit::postgres) +
-                       " / " + part(&CpuSplit::rest);
-            };
-            bench::report_context("2 context: CPU ms per snapshot: hooks / workers / orchestrator+crawl worker / "
-                                  "PostgreSQL / rest",
-                                  split(our_splits, true), split(raw_splits, false), "-");
-            // For scale: the ceiling of one process and one connection per snapshot.
-            bench::report_context("2 context: vs raw with a process + connection per snapshot", bench::fixed(our_rate),
-                                  bench::fixed(raw_per_snapshot), bench::fixed(our_rate / raw_per_snapshot, 2));
-            // For judging the goal: the same raw loop keeping the least a record needs, one
-            // plain statement each (a row per hook before its spawn, its exit after, a
-            // durable seal per snapshot: 7 round trips per snapshot; ours makes 2).
-            bench::report_context("2 context: vs raw that also records each hook and seal", bench::fixed(our_rate),
-                                  bench::fixed(raw_recording), bench::fixed(our_rate / raw_recording, 2));
-            // The raw ceiling as it was measured until stop 24: one program (bench_noop) as
-            // all three hooks, sharing its pages, where ours runs three files.
-            bench::report_context("2 context: vs raw running one program as all 3 hooks (baseline until stop 24)",
-                                  bench::fixed(our_rate), bench::fixed(raw_one_program),
-                                  bench::fixed(our_rate / raw_one_program, 2));
-            // The round trips behind those records: ours write more per snapshot in fewer statements.
-            bench::report_context("2 context: database transactions per snapshot (ours; raw that records)",
-                                  bench::fixed(ours.xacts, 2), bench::fixed(recording.xacts, 2), "-");
-            std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
-            for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
-                                           {"snapshot_worker", rss_snap}}) {
-                bench::report_row(std::string("6 peak RSS ") + name + " (MB)", bench::fixed(kb / 1024.0), "-", "-",
-                                  "<= 10 MB", kb > 0 && kb <= 10 * 1024);
-            }
-            // What of that is the programs' own memory; the rest is file pages (binary,
-            // libc, libpq and what it links: libcrypto, gnutls, krb5, ...).
-            bench::report_context("6 context: peak anonymous RSS orchestrator / crawl_worker / snapshot_worker (MB)",
-                                  anon_mb, "-", "-");
-            // The command that queued each crawl: the same binary, but a client that
-            // exits in a moment, and since stop 29 not re-executed lean (GnuTLS
-            // initialises itself in it, about 0.8 MB): kept out of the orchestrator's row.
-            bench::report_context("6 context: peak RSS of the one-shot `orchestrator add` of " + std::to_string(n) +
-                                      " URLs (MB)",
-                                  bench::fixed(rss_add / 1024.0), "-", "-");
-            fill_history(b, history);
-            // Row 7 compares two crawls minutes apart, across which this VM's speed
-            // drifts by 10-30% (hooks, which never touch the database, moved as much as
-            // the rest): each round pairs the crawl with a raw ceiling run just before
-            // it, as row 2's rounds do, and the figure is the ratio of the two rows'
-            // median paired ratios. The raw loop's tables hold none of the history.
-            std::vector<double> scale_rates, scale_ratios;
-            for (int r = 1; r <= rounds; ++r) {
-                const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
-                const auto scaled = crawl(b, n, "scale" + std::to_string(r));
-                scale_rates.push_back(scaled.per_s);
-                scale_ratios.push_back(scaled.per_s / raw_run.per_s);
-                std::printf("round %d of row 7: ratio %.2f to the raw ceiling\n", r, scale_ratios.back());
-            }
-            const double scale_rate = bench::median(scale_rates);
-            const double scale_vs_row2 = bench::median(scale_ratios) / ratio;
-            const std::string rows = history >= 1'000'000 ? std::to_string(history / 1'000'000) + "M"
-                                                          : std::to_string(history / 1000) + "k";
-            bench::report_row("7 scale: row 2 with " + rows + " old snapshots+processes (snapshots/s" + of_rounds +
-                                  "; ratio of the rows' ratios to raw)",
-                              bench::fixed(scale_rate), bench::fixed(our_rate) + " (row 2)", bench::fixed(scale_vs_row2, 2),
-                              ">= 0.80", scale_vs_row2 >= 0.8);
-            bench::report_context("7 context: the same, rates alone (unpaired, minutes apart)", bench::fixed(scale_rate),
-                                  bench::fixed(our_rate) + " (row 2)", bench::fixed(scale_rate / our_rate, 2));
+            throughput_and_scale(b, n, history, std::max(1, argc > 5 ? std::atoi(argv[5]) : 3));
         }
         if (samples > 0) {
             latency_and_idle(b, samples, idle_s);
