@@ -56,11 +56,23 @@ std::vector<std::optional<std::string>> event_values(const std::string& actor, c
             event.detail.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)};
 }
 
-// $first..$first+8, cast as k_columns needs them.
-std::string event_placeholders(std::size_t first)
+// $first..$first+8, cast as k_columns needs them; the message and the detail
+// with the SQL of ChangeStatement::message and ::detail when given. Their
+// placeholders stay referenced either way: a prepared statement cannot have a
+// parameter whose type nothing determines.
+std::string event_placeholders(std::size_t first, const std::string& message_sql = {},
+                               const std::string& detail_sql = {})
 {
-    return fmt::format("${}, ${}, ${}, ${}, ${}::uuid, ${}::uuid, ${}::uuid, ${}, ${}::jsonb", first, first + 1,
-                       first + 2, first + 3, first + 4, first + 5, first + 6, first + 7, first + 8);
+    auto message = fmt::format("${}", first + 7);
+    if (!message_sql.empty()) {
+        message = fmt::format("coalesce(({}), {})", message_sql, message);
+    }
+    auto detail = fmt::format("${}::jsonb", first + 8);
+    if (!detail_sql.empty()) {
+        detail = fmt::format("{} || ({})", detail, detail_sql);
+    }
+    return fmt::format("${}, ${}, ${}, ${}, ${}::uuid, ${}::uuid, ${}::uuid, {}, {}", first, first + 1, first + 2,
+                       first + 3, first + 4, first + 5, first + 6, message, detail);
 }
 
 } // namespace
@@ -77,15 +89,23 @@ std::size_t record_event_with_change(pqxx::connection& conn, const std::string& 
                                      std::vector<std::optional<std::string>> params, const std::string& actor,
                                      const Event& event)
 {
+    return record_event_with_change(conn, ChangeStatement{name, "", change, "", ""}, std::move(params), actor, event)
+        .size();
+}
+
+pqxx::result record_event_with_change(pqxx::connection& conn, const ChangeStatement& statement,
+                                      std::vector<std::optional<std::string>> params, const std::string& actor,
+                                      const Event& event)
+{
     const auto first = params.size() + 1;
     for (auto& value : event_values(actor, event)) {
         params.push_back(std::move(value));
     }
-    return exec_autocommit_params(conn, name,
-                                  fmt::format("WITH change AS ({}) {}SELECT {} FROM change RETURNING 1", change,
-                                              k_columns, event_placeholders(first)),
-                                  params)
-        .size();
+    return exec_autocommit_params(
+        conn, statement.name,
+        fmt::format("WITH {}change AS ({}) {}SELECT {} FROM change RETURNING {}", statement.ctes, statement.change,
+                    k_columns, event_placeholders(first, statement.message, statement.detail), statement.returning),
+        params);
 }
 
 void record_event(pqxx::connection& conn, const std::string& actor, const Event& event) noexcept

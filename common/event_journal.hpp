@@ -53,6 +53,23 @@ std::size_t record_event_with_change(pqxx::connection& conn, const std::string& 
                                      std::vector<std::optional<std::string>> params, const std::string& actor,
                                      const Event& event);
 
+// The same statement, for an event that says what the change found: the
+// message and detail may be SQL over the change's RETURNING columns
+// (`change.<column>`), so that what the change read (counts, say) is read in
+// its own snapshot, not in a round trip before it.
+struct ChangeStatement {
+    std::string name;    // prepared on the connection as this (one definition per name)
+    std::string ctes;    // data-modifying CTEs placed before `change`, each followed by ", "; or ""
+    std::string change;  // the data-modifying statement, with RETURNING
+    std::string message; // SQL of type text; Event::message where it is NULL, or when ""
+    std::string detail;  // SQL of type jsonb, merged over Event::detail; "" = none
+    std::string returning = "1"; // over the event row: what the call returns
+};
+// Returns one row of `returning` per event written. Same contract as above.
+pqxx::result record_event_with_change(pqxx::connection& conn, const ChangeStatement& statement,
+                                      std::vector<std::optional<std::string>> params, const std::string& actor,
+                                      const Event& event);
+
 // In a transaction of its own, for a decision with no transaction to join.
 // Failures are logged, never thrown: the journal must not stop the work it
 // describes.

@@ -61,10 +61,11 @@ struct EndRecord {
     std::optional<ResourceUsage> usage{};
 };
 
-// A hook's exit that its supervisor holds back for a moment (see
-// Supervisor::m_held_exits) to send it together with other writes: folded
-// into the next process insert, into an owner's statement (a snapshot's seal),
-// or written alone when nothing came along in time.
+// A hook's exit (or a worker's: LaunchRequest::hold_exit) that its supervisor
+// holds back for a moment (see Supervisor::m_held_exits) to send it together
+// with other writes: folded into the next process insert, into an owner's
+// statement (a snapshot's or a crawl's seal), or written alone when nothing
+// came along in time.
 struct HeldExit {
     std::string id;
     // Set when the row's running write never happened (a hook that ended before

@@ -184,7 +184,7 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
     SweepTarget sweep{cookie, child.pgid, identity.start_ticks};
     auto tree = std::make_unique<SupervisedTree>(result.row_id, request.name, std::move(child.pidfd), std::move(leaf),
                                                  sweep, request.timeout_s, stdout_path, stderr_path);
-    tree->hook = request.process_type == "hook";
+    tree->hold_exit = request.process_type == "hook" || request.hold_exit;
     tree->owner_logs = request.owner_logs;
     log::write(request.owner_logs ? log::Level::debug : log::Level::info, "launched",
                {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},

@@ -65,7 +65,7 @@ public:
     bool stop_signalled = false; // a SIGTERM was sent while the leader still ran
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
-    bool hook = false;     // its exit is held (Supervisor::take_held_exits)
+    bool hold_exit = false; // its exit is held (Supervisor::take_held_exits)
     bool owner_logs = false; // LaunchRequest::owner_logs
 
 private:

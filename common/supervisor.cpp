@@ -216,7 +216,7 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
                 {exit.exit_code, exit.term_signal, tree.end_reason,
                  read_log_tail(tree.stdout_path(), m_options.tail_bytes),
                  read_log_tail(tree.stderr_path(), m_options.tail_bytes), exit.usage},
-                tree.hook && !tree.claimed);
+                tree.hold_exit && !tree.claimed);
     tree.recorded = true;
     log::write(tree.owner_logs ? log::Level::debug : log::Level::info, "process exited",
                {{"process", tree.row_id()}, {"name", tree.name()}, {"exit_code", std::to_string(exit.exit_code)},

@@ -74,6 +74,11 @@ struct LaunchRequest {
     // of them (a snapshot worker's hooks): the supervisor's own "launched" and
     // "process exited" lines go to debug, and a hook is two lines, not four.
     bool owner_logs = false;
+    // Its exit is held like a hook's (Supervisor::take_held_exits) though it is
+    // not one: a crawl worker's snapshot workers, whose last exit the crawl's
+    // seal carries. The owner writes the held exits itself (write_held_exits)
+    // before anything reads the row as a dead process's, such as a recovery pass.
+    bool hold_exit = false;
 };
 
 struct LaunchResult {
@@ -171,7 +176,8 @@ public:
     // in one statement.
     void heartbeat();
 
-    // A hook's exit is not written at once but held for exit_write_delay:
+    // A hook's exit (and one whose LaunchRequest::hold_exit says so) is not
+    // written at once but held for exit_write_delay:
     // the next launch's insert carries it (one statement instead of two), or
     // it is written when the delay is up, by whichever member runs then
     // (process_events(), the owner's poll loop waking on epoll_fd()), together

@@ -119,7 +119,7 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
             // reaped, so no exit was recorded; without this its row would
             // stay running. As teardown() does in the same case.
             log::error("tree survived SIGKILL", {{"process", row_id}});
-            record_exit(row_id, {std::nullopt, std::nullopt, tree->end_reason, {}, {}}, tree->hook);
+            record_exit(row_id, {std::nullopt, std::nullopt, tree->end_reason, {}, {}}, tree->hold_exit);
             finish(*tree, false);
             continue;
         }
@@ -205,7 +205,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                                                   {"elapsed_ms", ms(now - t0)}});
                 if (tree->killed) {
                     record_exit(entry.row_id, {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}},
-                                tree->hook);
+                                tree->hold_exit);
                 }
                 finish(*tree, true);
                 entry.done = true;
@@ -231,7 +231,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
             } else if (tree->killed && now >= entry.give_up) {
                 log::error("teardown: tree survived SIGKILL", {{"process", entry.row_id}, {"name", tree->name()}});
                 record_exit(entry.row_id, {std::nullopt, std::nullopt, "killed_on_teardown", {}, {}},
-                            tree->hook);
+                            tree->hold_exit);
                 finish(*tree, false);
                 entry.done = true;
                 continue;

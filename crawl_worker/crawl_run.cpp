@@ -130,9 +130,9 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
             m_supervisor.teardown(m_background, m_ctx.teardown_grace);
             m_background.clear();
         }
-        // The crawl's seal is the durable point: every hook row is closed before it.
-        m_supervisor.write_held_exits();
-        auto outcome = m_store.seal(forced, reason);
+        // The crawl's seal is the durable point: it closes every process row still
+        // held (the last snapshot worker's, the hooks'), in the same statement.
+        auto outcome = m_store.seal(forced, reason, m_supervisor.take_held_exits());
         log::info("crawl sealed", {{"outcome", outcome}});
         return ExitCode::ok;
     } catch (const LeaseLost& e) {

@@ -134,6 +134,9 @@ void CrawlRun::spawn_due_workers()
         req.process_type = "worker";
         req.crawl_id = m_ctx.crawl.id;
         req.snapshot_id = claim.snapshot_id;
+        // Its exit rides on the next worker's insert, or on the crawl's seal: on the
+        // path from the last snapshot's seal to the crawl's, a round trip fewer.
+        req.hold_exit = true;
         LaunchResult result;
         try {
             result = m_supervisor.launch(req);
@@ -166,6 +169,9 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     if (worker_left_snapshot_consistent(outcome)) {
         return;
     }
+    // A worker that died is judged from the rows (recovery takes a running row
+    // with a dead process for an orphan's): its own exit is written first.
+    m_supervisor.write_held_exits();
     if (stopped_before_start(outcome)) {
         auto reason = fmt::format("snapshot worker stopped by signal {} before it started", *outcome.term_signal);
         log::info("snapshot worker stopped before it started; its snapshot spends no attempt",

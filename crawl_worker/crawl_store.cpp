@@ -218,41 +218,46 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
     return static_cast<int>(r.size());
 }
 
-std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason)
+std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
+                             const std::vector<process_table::HeldExit>& exits)
 {
-    // One count serves the outcome (unless forced) and the journal. A partial
-    // snapshot archived something: the crawl failed only if none of its snapshots
-    // succeeded or was partial. Read before the seal's statement, as it was read
-    // by the seal's transaction: every snapshot is sealed by now, by its worker
-    // or by seal_unsealed.
-    const auto counts = exec_autocommit(m_conn, "crawl_store.seal_counts",
-                                        "SELECT count(*) FILTER (WHERE outcome = 'succeeded'), "
-                                        " count(*) FILTER (WHERE outcome = 'partial'), count(*) "
-                                        "FROM snapshot WHERE crawl_id = $1",
-                                        m_crawl_id)[0];
-    const long ok = counts[0].as<long>();
-    const long partial = counts[1].as<long>();
-    const long total = counts[2].as<long>();
-    const std::string outcome = forced ? *forced
-                                : ok == total ? "succeeded"
-                                : ok + partial == 0 ? "failed"
-                                : "partial";
-    Event e{"crawl.sealed", fmt::format("crawl sealed {}{}", outcome, reason ? ": " + *reason : std::string()),
-            m_crawl_id};
+    // The seal, its journal entry and the held exits in one durable statement:
+    // the crawl's seal is the durable point, and on the path from its last
+    // snapshot to a sealed crawl. The outcome and the journal's counts are read
+    // by the statement itself. A partial snapshot archived something: the crawl
+    // failed only if none of its snapshots succeeded or was partial. Every
+    // snapshot is sealed by now, by its worker or by seal_unsealed.
+    static const auto changes = process_table::exits_variants([](std::size_t count) {
+        return process_table::exits_ctes(count, 5) +
+               "counts AS (SELECT count(*) FILTER (WHERE outcome = 'succeeded') AS ok, "
+               "  count(*) FILTER (WHERE outcome = 'partial') AS partial, count(*) AS total "
+               "  FROM snapshot WHERE crawl_id = $1)";
+    });
+    ChangeStatement statement;
+    statement.name = "crawl_store.seal." + process_table::exits_variant_name(exits.size());
+    statement.ctes = changes[process_table::exits_variant(exits.size())] + ", ";
+    statement.change =
+        "UPDATE crawl SET status = 'sealed', "
+        " outcome = coalesce($3, CASE WHEN counts.ok = counts.total THEN 'succeeded' "
+        "                             WHEN counts.ok + counts.partial = 0 THEN 'failed' ELSE 'partial' END), "
+        " seal_reason = $4, sealed_at = clock_timestamp(), retry_at = NULL, lease_owner = NULL, "
+        " lease_expires_at = NULL, modified_at = now() "
+        "FROM counts WHERE id = $1 AND lease_owner = $2 "
+        "RETURNING crawl.outcome, counts.ok, counts.partial, counts.total";
+    statement.message = "'crawl sealed ' || change.outcome || coalesce(': ' || $4, '')";
+    statement.detail = "jsonb_build_object('outcome', change.outcome, 'snapshots', change.total, "
+                       "'succeeded', change.ok, 'partial', change.partial)";
+    statement.returning = "detail->>'outcome'";
+    std::vector<std::optional<std::string>> params{m_crawl_id, m_owner, forced, reason};
+    const auto more = process_table::exits_parameters(exits);
+    params.insert(params.end(), more.begin(), more.end());
+    Event e{"crawl.sealed", "crawl sealed", m_crawl_id};
     e.process_id = m_owner;
-    e.detail = {{"outcome", outcome}, {"snapshots", total}, {"succeeded", ok}, {"partial", partial}};
-    // The seal and its journal entry in one durable statement: the crawl's seal is
-    // the durable point, and on the path from its last snapshot to a sealed crawl.
-    const auto sealed = record_event_with_change(
-        m_conn, "crawl_store.seal",
-        "UPDATE crawl SET status = 'sealed', outcome = $3, seal_reason = $4, sealed_at = clock_timestamp(), "
-        " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
-        {m_crawl_id, m_owner, outcome, reason}, "crawl_worker", e);
-    if (sealed == 0) {
+    const auto sealed = record_event_with_change(m_conn, statement, std::move(params), "crawl_worker", e);
+    if (sealed.empty()) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
     }
-    return outcome;
+    return sealed[0][0].as<std::string>();
 }
 
 } // namespace orch

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/process_table.hpp"
+
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
 
@@ -81,8 +83,12 @@ public:
     int seal_unsealed(const std::string& outcome, const std::string& reason);
     // Seals the crawl with `forced`, or else with the outcome of its snapshots:
     // succeeded when all succeeded (or it has none), failed when none succeeded
-    // or was partial, partial otherwise. Returns the outcome.
-    std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason);
+    // or was partial, partial otherwise. The same durable statement writes the held
+    // process exits `exits` (Supervisor::take_held_exits: the last snapshot
+    // worker's, the crawl's hooks'), whatever becomes of the seal. Returns the
+    // outcome; throws LeaseLost when the lease is no longer ours.
+    std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
+                     const std::vector<process_table::HeldExit>& exits = {});
 
 private:
     // Inside `tx`: locks our crawl row FOR SHARE while we hold its lease; throws

@@ -106,6 +106,9 @@ TEST_CASE("crawl_worker: a crawl of 20 URLs completes with its process tree reco
                   "WHERE w.worker_type = 'snapshot' AND s.crawl_id = " + q) == workers);
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR ended_at IS NULL") == 0);
     CHECK(f.count("SELECT count(*) FROM process WHERE exit_code IS DISTINCT FROM 0") == 0);
+    // The last snapshot worker's exit is written by the crawl's seal, in its transaction.
+    CHECK(f.scalar("SELECT (w.xmin::text = c.xmin::text)::text FROM process w, crawl c WHERE c.id = " + q +
+                   " AND w.worker_type = 'snapshot' ORDER BY w.ended_at DESC LIMIT 1") == "true");
     CHECK(f.wait_no_leftovers().empty());
 }
 

@@ -187,3 +187,46 @@ TEST_CASE("ops: an event recorded with its change is written once per changed ro
     CHECK(scalar("SELECT count(*) FROM event WHERE crawl_id = $1") == "1");
     CHECK(scalar("SELECT max_depth FROM crawl WHERE id = $1") == "0");
 }
+
+TEST_CASE("ops: an event recorded with its change can say what the change found - in its message and detail",
+          "[ops][events]")
+{
+    ScratchDatabase db;
+    auto conn = db.connect();
+    const auto crawl = pqxx::nontransaction(*conn)
+                           .exec1("INSERT INTO crawl (urls) VALUES ('{http://a.test/}') RETURNING id")[0]
+                           .as<std::string>();
+    orch::ChangeStatement relabel;
+    relabel.name = "test.relabel_found";
+    // What the row held before: a CTE of the same statement, read in its snapshot.
+    relabel.ctes = "before AS (SELECT label AS old FROM crawl WHERE id = $1::uuid), ";
+    relabel.change = "UPDATE crawl SET label = $2 FROM before WHERE id = $1::uuid RETURNING before.old, crawl.label";
+    relabel.message = "CASE WHEN change.old IS NULL THEN 'labelled ' || change.label END";
+    relabel.detail = "jsonb_build_object('from', change.old, 'to', change.label)";
+    relabel.returning = "message || ' | ' || (detail->>'by')";
+    orch::Event e{"crawl.paused", "crawl relabelled", crawl};
+    e.detail = {{"by", "test"}, {"to", "overwritten"}};
+
+    auto first = orch::record_event_with_change(*conn, relabel, {crawl, std::string("x")}, "cli", e);
+    REQUIRE(first.size() == 1);
+    CHECK(first[0][0].as<std::string>() == "labelled x | test");
+    // Not found (old is no longer NULL): the event's own message.
+    auto second = orch::record_event_with_change(*conn, relabel, {crawl, std::string("y")}, "cli", e);
+    REQUIRE(second.size() == 1);
+    CHECK(second[0][0].as<std::string>() == "crawl relabelled | test");
+    auto details = pqxx::nontransaction(*conn).exec_params(
+        "SELECT detail->>'from', detail->>'to', detail->>'by' FROM event WHERE crawl_id = $1 ORDER BY id", crawl);
+    REQUIRE(details.size() == 2);
+    CHECK(details[0][0].is_null());
+    CHECK(details[0][1].as<std::string>() == "x");
+    CHECK(details[1][0].as<std::string>() == "x");
+    CHECK(details[1][1].as<std::string>() == "y");
+    CHECK(details[1][2].as<std::string>() == "test");
+    // Nothing changed, nothing written: no rows back.
+    relabel.name = "test.relabel_if_new";
+    relabel.change = "UPDATE crawl SET label = $2 FROM before WHERE id = $1::uuid AND label IS DISTINCT FROM $2 "
+                     "RETURNING before.old, crawl.label";
+    CHECK(orch::record_event_with_change(*conn, relabel, {crawl, std::string("y")}, "cli", e).empty());
+    CHECK(pqxx::nontransaction(*conn).exec_params1("SELECT count(*) FROM event WHERE crawl_id = $1", crawl)[0].as<int>() ==
+          2);
+}
