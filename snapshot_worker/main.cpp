@@ -1,6 +1,10 @@
 #include "common/entry_point.hpp"
 #include "snapshot_worker/snapshot_worker.hpp"
 
+#include <cstdio>
+
+#include <unistd.h>
+
 int main(int argc, char** argv)
 {
     using namespace orch;
@@ -19,8 +23,15 @@ int main(int argc, char** argv)
     app.add_option("--attempt", options.attempt, "the attempt that lease counted (internal)")
         ->needs("--lease-claimed-at")
         ->check(CLI::NonNegativeNumber);
-    return guarded_main(app, argc, argv, [&] {
+    const int code = guarded_main(app, argc, argv, [&] {
         configure_logging("snapshot_worker", common);
         return to_int(run_snapshot_worker(common, options));
     });
+    // Everything this process owns is closed by now (its connection, its hooks'
+    // trees, its leaves); the static destructors and the libraries' clean-up
+    // have nothing left to save, and the crawl worker waits on our exit, on the
+    // path from the last snapshot's seal to the crawl's. Log lines are written
+    // unbuffered (common/log.cpp); stdio is flushed.
+    std::fflush(nullptr);
+    ::_exit(code);
 }
