@@ -93,6 +93,18 @@ std::size_t record_event_with_change(pqxx::connection& conn, const std::string& 
         .size();
 }
 
+namespace {
+
+// The statement's text, the event's parameters from $first on.
+std::string change_sql(const ChangeStatement& statement, std::size_t first)
+{
+    return fmt::format("WITH {}change AS ({}) {}SELECT {} FROM change RETURNING {}", statement.ctes, statement.change,
+                       k_columns, event_placeholders(first, statement.message, statement.detail),
+                       statement.returning);
+}
+
+} // namespace
+
 pqxx::result record_event_with_change(pqxx::connection& conn, const ChangeStatement& statement,
                                       std::vector<std::optional<std::string>> params, const std::string& actor,
                                       const Event& event)
@@ -101,11 +113,13 @@ pqxx::result record_event_with_change(pqxx::connection& conn, const ChangeStatem
     for (auto& value : event_values(actor, event)) {
         params.push_back(std::move(value));
     }
-    return exec_autocommit_params(
-        conn, statement.name,
-        fmt::format("WITH {}change AS ({}) {}SELECT {} FROM change RETURNING {}", statement.ctes, statement.change,
-                    k_columns, event_placeholders(first, statement.message, statement.detail), statement.returning),
-        params);
+    return exec_autocommit_params(conn, statement.name, change_sql(statement, first), params);
+}
+
+void prepare_event_with_change(pqxx::connection& conn, const ChangeStatement& statement, std::size_t parameters)
+{
+    conn.prepare(statement.name, change_sql(statement, parameters + 1));
+    conn.prepare_now(statement.name);
 }
 
 void record_event(pqxx::connection& conn, const std::string& actor, const Event& event) noexcept

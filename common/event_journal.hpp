@@ -69,6 +69,11 @@ struct ChangeStatement {
 pqxx::result record_event_with_change(pqxx::connection& conn, const ChangeStatement& statement,
                                       std::vector<std::optional<std::string>> params, const std::string& actor,
                                       const Event& event);
+// Prepares `statement`, whose change takes `parameters` parameters, on `conn`
+// now: one round trip, off the path of its first execution, which then skips
+// the parse and the round trip of the lazy prepare (libpqxx prepares a
+// statement when it first runs). Blocks; throws what libpqxx throws.
+void prepare_event_with_change(pqxx::connection& conn, const ChangeStatement& statement, std::size_t parameters);
 
 // In a transaction of its own, for a decision with no transaction to join.
 // Failures are logged, never thrown: the journal must not stop the work it

@@ -171,6 +171,11 @@ std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldE
     return params;
 }
 
+std::size_t exits_parameter_count(std::size_t count)
+{
+    return count > k_max_keyed_exits ? 1 : count * k_params_per_exit;
+}
+
 std::string exits_variant_name(std::size_t count)
 {
     return count > k_max_keyed_exits ? "json" : "e" + std::to_string(count);

@@ -102,6 +102,8 @@ inline constexpr std::size_t k_max_keyed_exits = 4;
 std::string exits_ctes(std::size_t count, int first);
 // The parameters of exits_ctes(exits.size(), ...), in order.
 std::vector<std::optional<std::string>> exits_parameters(const std::vector<HeldExit>& exits);
+// How many parameters exits_ctes(count, ...) takes.
+std::size_t exits_parameter_count(std::size_t count);
 
 // A statement carrying held exits has one variant per keyed count and one for
 // the JSON form. exits_variant(count) is the index of the one `count` exits

@@ -75,6 +75,12 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
                     break;
                 }
                 spawn_due_workers();
+                if (!m_seal_prepared && !m_workers.empty()) {
+                    // While the first workers run: the seal, after the last one, is then
+                    // not parsed on the way from that worker's exit to the sealed crawl.
+                    m_store.prepare_seal();
+                    m_seal_prepared = true;
+                }
             } else if (m_workers.empty()) {
                 check_limits(); // a last look: resumed or cancelled meanwhile?
                 if (m_stopping == Stop::none && !seeded) {

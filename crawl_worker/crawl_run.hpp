@@ -95,6 +95,7 @@ private:
     std::map<std::string, int> m_deaths;                // snapshot id -> its workers that died in this run
     Stop m_stopping = Stop::none;
     bool m_finishing = false; // CrawlEnd stage: cancellation and the crawl timeout no longer apply
+    bool m_seal_prepared = false; // CrawlStore::prepare_seal done
     std::string m_stop_reason;
     std::chrono::steady_clock::time_point m_started = std::chrono::steady_clock::now();
     std::chrono::steady_clock::time_point m_next_check = std::chrono::steady_clock::now();

@@ -218,24 +218,28 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
     return static_cast<int>(r.size());
 }
 
-std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
-                             const std::vector<process_table::HeldExit>& exits)
+namespace {
+
+// The parameters of the seal's own: crawl, owner, forced outcome, reason.
+constexpr std::size_t k_seal_parameters = 4;
+
+// The seal, its journal entry and `exits` held process exits in one durable
+// statement: the crawl's seal is the durable point, and on the path from its
+// last snapshot to a sealed crawl. The outcome and the journal's counts are read
+// by the statement itself. A partial snapshot archived something: the crawl
+// failed only if none of its snapshots succeeded or was partial. Every snapshot
+// is sealed by now, by its worker or by seal_unsealed.
+ChangeStatement seal_statement(std::size_t exits)
 {
-    // The seal, its journal entry and the held exits in one durable statement:
-    // the crawl's seal is the durable point, and on the path from its last
-    // snapshot to a sealed crawl. The outcome and the journal's counts are read
-    // by the statement itself. A partial snapshot archived something: the crawl
-    // failed only if none of its snapshots succeeded or was partial. Every
-    // snapshot is sealed by now, by its worker or by seal_unsealed.
-    static const auto changes = process_table::exits_variants([](std::size_t count) {
-        return process_table::exits_ctes(count, 5) +
+    static const auto counts = process_table::exits_variants([](std::size_t count) {
+        return process_table::exits_ctes(count, k_seal_parameters + 1) +
                "counts AS (SELECT count(*) FILTER (WHERE outcome = 'succeeded') AS ok, "
                "  count(*) FILTER (WHERE outcome = 'partial') AS partial, count(*) AS total "
-               "  FROM snapshot WHERE crawl_id = $1)";
+               "  FROM snapshot WHERE crawl_id = $1), ";
     });
     ChangeStatement statement;
-    statement.name = "crawl_store.seal." + process_table::exits_variant_name(exits.size());
-    statement.ctes = changes[process_table::exits_variant(exits.size())] + ", ";
+    statement.name = "crawl_store.seal." + process_table::exits_variant_name(exits);
+    statement.ctes = counts[process_table::exits_variant(exits)];
     statement.change =
         "UPDATE crawl SET status = 'sealed', "
         " outcome = coalesce($3, CASE WHEN counts.ok = counts.total THEN 'succeeded' "
@@ -248,6 +252,20 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     statement.detail = "jsonb_build_object('outcome', change.outcome, 'snapshots', change.total, "
                        "'succeeded', change.ok, 'partial', change.partial)";
     statement.returning = "detail->>'outcome'";
+    return statement;
+}
+
+} // namespace
+
+void CrawlStore::prepare_seal()
+{
+    prepare_event_with_change(m_conn, seal_statement(1), k_seal_parameters + process_table::exits_parameter_count(1));
+}
+
+std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
+                             const std::vector<process_table::HeldExit>& exits)
+{
+    const auto statement = seal_statement(exits.size());
     std::vector<std::optional<std::string>> params{m_crawl_id, m_owner, forced, reason};
     const auto more = process_table::exits_parameters(exits);
     params.insert(params.end(), more.begin(), more.end());

@@ -89,6 +89,10 @@ public:
     // outcome; throws LeaseLost when the lease is no longer ours.
     std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
                      const std::vector<process_table::HeldExit>& exits = {});
+    // Prepares the seal's statement for the usual case, one held exit (the last
+    // snapshot worker's), so that the seal does not parse it: call it while the
+    // snapshot workers run. One round trip; throws what libpqxx throws.
+    void prepare_seal();
 
 private:
     // Inside `tx`: locks our crawl row FOR SHARE while we hold its lease; throws
