@@ -59,7 +59,7 @@ std::size_t record_event_with_change(pqxx::connection& conn, const std::string& 
 // its own snapshot, not in a round trip before it.
 struct ChangeStatement {
     std::string name;    // prepared on the connection as this (one definition per name)
-    std::string ctes;    // data-modifying CTEs placed before `change`, each followed by ", "; or ""
+    std::string ctes;    // CTEs (reads or data-modifying) placed before `change`, each followed by ", "; or ""
     std::string change;  // the data-modifying statement, with RETURNING
     std::string message; // SQL of type text; Event::message where it is NULL, or when ""
     std::string detail;  // SQL of type jsonb, merged over Event::detail; "" = none

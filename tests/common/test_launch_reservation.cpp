@@ -54,8 +54,13 @@ TEST_CASE("reserved rows: one statement writes them all - a launch writes none -
     const auto second = sup.launch(requests[1]);
     REQUIRE(second.started());
     // The process carries the cookie its row records: recovery can find it by that.
-    const auto pids = pids_with_cookie(fx.column(second.row_id, "cookie"));
-    CHECK(std::find(pids.begin(), pids.end(), second.pid) != pids.end());
+    // Eventually: launch() may return while the child is still inside execve, whose
+    // new environment /proc shows only once the kernel has set it up.
+    const auto cookie = fx.column(second.row_id, "cookie");
+    CHECK(eventually([&] {
+        const auto pids = pids_with_cookie(cookie);
+        return std::find(pids.begin(), pids.end(), second.pid) != pids.end();
+    }));
     // Its running write (deferred for a hook) records the leaf it was born in.
     REQUIRE(eventually([&] {
         sup.process_events();

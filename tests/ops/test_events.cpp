@@ -68,6 +68,14 @@ std::vector<std::string> kinds(const std::vector<nlohmann::json>& events)
     return out;
 }
 
+// A new crawl row (nothing else), for the record_event_with_change cases; its id.
+std::string insert_crawl(pqxx::connection& conn)
+{
+    return pqxx::nontransaction(conn)
+        .exec1("INSERT INTO crawl (urls) VALUES ('{http://a.test/}') RETURNING id")[0]
+        .as<std::string>();
+}
+
 } // namespace
 
 TEST_CASE("ops: the event journal records operator actions and a crawl's life - events filters them", "[ops][events]")
@@ -153,9 +161,7 @@ TEST_CASE("ops: an event recorded with its change is written once per changed ro
 {
     ScratchDatabase db;
     auto conn = db.connect();
-    const auto crawl = pqxx::nontransaction(*conn)
-                           .exec1("INSERT INTO crawl (urls) VALUES ('{http://a.test/}') RETURNING id")[0]
-                           .as<std::string>();
+    const auto crawl = insert_crawl(*conn);
     auto scalar = [&](const std::string& sql) {
         return pqxx::nontransaction(*conn).exec_params1(sql, crawl)[0].as<std::string>();
     };
@@ -193,9 +199,7 @@ TEST_CASE("ops: an event recorded with its change can say what the change found 
 {
     ScratchDatabase db;
     auto conn = db.connect();
-    const auto crawl = pqxx::nontransaction(*conn)
-                           .exec1("INSERT INTO crawl (urls) VALUES ('{http://a.test/}') RETURNING id")[0]
-                           .as<std::string>();
+    const auto crawl = insert_crawl(*conn);
     orch::ChangeStatement relabel;
     relabel.name = "test.relabel_found";
     // What the row held before: a CTE of the same statement, read in its snapshot.
