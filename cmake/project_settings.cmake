@@ -16,7 +16,7 @@ target_compile_options(project_warnings INTERFACE -Wall -Wextra -Wpedantic -Wno-
 # tables only (-g1, placed after CMake's -g, so it wins). Backtraces, perf and
 # sanitizer reports keep function names and source lines; what goes is the
 # debugger's view of types and local variables, which cost a third of every
-# compile here and four times the object size (ARCHITECTURE.md, "Dependencies
+# compile here and 3.7 times the object size (ARCHITECTURE.md, "Dependencies
 # and why"). ORCH_DEBUG_INFO=full gives back CMake's plain -g.
 set(ORCH_DEBUG_INFO lines CACHE STRING "Debug information in RelWithDebInfo builds: lines (-g1) or full (-g)")
 set_property(CACHE ORCH_DEBUG_INFO PROPERTY STRINGS lines full)
