@@ -9,19 +9,25 @@
 //     staggered deadlines: p99 of (last process gone - deadline), and the total
 //     teardown against the largest deadline.
 // Needs TEST_DATABASE_URL. Usage: bench_hooks <no-op hook> [runs]
+#include "common/lean_exec.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/common/supervision_fixture.hpp"
+#include "tests/support/pg_fixture.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <thread>
 #include <vector>
 
+#include <fcntl.h>
 #include <spawn.h>
 #include <poll.h>
 #include <sys/wait.h>
+
+extern char** environ;
 
 using namespace orch;
 using namespace orch::test;
@@ -37,20 +43,46 @@ double us_since(Clock::time_point t0, int runs)
     return std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / runs;
 }
 
-double raw_spawn_us(const std::string& program, int runs)
+// posix_spawn+wait of `argv` with `env` (none when empty), `runs` times, each
+// required to exit 0; microseconds per run. `quiet` sends its output to /dev/null
+// (two opens per spawn: not for row 1's baseline, whose no-op prints nothing).
+double spawn_us(const std::vector<std::string>& argv, const std::vector<std::string>& env, int runs,
+                bool quiet = false)
 {
-    char* const argv[] = {const_cast<char*>(program.c_str()), nullptr};
-    char* const envp[] = {nullptr};
+    std::vector<char*> args;
+    for (const auto& a : argv) {
+        args.push_back(const_cast<char*>(a.c_str()));
+    }
+    args.push_back(nullptr);
+    std::vector<char*> envp;
+    for (const auto& e : env) {
+        envp.push_back(const_cast<char*>(e.c_str()));
+    }
+    envp.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    if (quiet) {
+        posix_spawn_file_actions_addopen(&actions, 1, "/dev/null", O_WRONLY, 0);
+        posix_spawn_file_actions_addopen(&actions, 2, "/dev/null", O_WRONLY, 0);
+    }
     const auto t0 = Clock::now();
     for (int i = 0; i < runs; ++i) {
         pid_t pid = 0;
-        if (posix_spawn(&pid, program.c_str(), nullptr, nullptr, argv, envp) != 0) {
-            std::perror("posix_spawn");
+        int status = 0;
+        if (posix_spawn(&pid, args[0], &actions, nullptr, args.data(), envp.data()) != 0 ||
+            waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+            std::fprintf(stderr, "bench_hooks: %s did not start and exit 0\n", args[0]);
             std::exit(1);
         }
-        waitpid(pid, nullptr, 0);
     }
-    return us_since(t0, runs);
+    const double us = us_since(t0, runs);
+    posix_spawn_file_actions_destroy(&actions);
+    return us;
+}
+
+double raw_spawn_us(const std::string& program, int runs)
+{
+    return spawn_us({program}, {}, runs);
 }
 
 // Launches the no-op hook; returns its row id. Exits when it cannot start.
@@ -184,6 +216,42 @@ double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string&
     return ours;
 }
 
+// Context for the process-bound rows (2 and 4): what starting a process costs
+// here before any of our code runs, once it loads libpq's ~25 shared libraries
+// (krb5, ldap, GnuTLS, OpenSSL ...: Debian's libpq links them all), and for our
+// snapshot_worker as a crawl worker starts it (--version: load, parse, exit).
+// Every worker and every `orchestrator` command pays the second figure.
+void process_start_floor(const std::string& noop, int runs)
+{
+    const auto noop_pq = (std::filesystem::path(noop).parent_path() / "bench_noop_pq").string();
+    std::map<std::string, std::string> lean;
+    add_lean_exec_environment(lean);
+    std::vector<std::string> worker_env;
+    for (const auto& [k, v] : lean) {
+        worker_env.push_back(k + "=" + v);
+    }
+    const std::vector<std::string> worker = {bin_path("snapshot_worker").string(), "--version"};
+    spawn_us({noop}, {}, 3);
+    spawn_us({noop_pq}, {}, 3);
+    spawn_us(worker, worker_env, 3, true);
+    const int rounds = 8;
+    const int per_round = std::max(2, runs / 40);
+    std::vector<double> bare, pq, ours;
+    for (int round = 0; round < rounds; ++round) {
+        bare.push_back(spawn_us({noop}, {}, per_round));
+        pq.push_back(spawn_us({noop_pq}, {}, per_round));
+        ours.push_back(spawn_us(worker, worker_env, per_round, true));
+    }
+    const double b = bench::median(bare), p = bench::median(pq), o = bench::median(ours);
+    std::printf("process start, %d rounds of %d: no-op %.0f us, no-op linked with libpq %.0f us, "
+                "snapshot_worker --version %.0f us\n",
+                rounds, per_round, b, p, o);
+    bench::report_context("1 context: spawn+wait of the no-op linked with libpq / of snapshot_worker --version "
+                          "vs the bare no-op (us)",
+                          bench::fixed(p, 0) + " / " + bench::fixed(o, 0), bench::fixed(b, 0),
+                          bench::fixed(p / b, 1) + "x / " + bench::fixed(o / b, 1) + "x");
+}
+
 // A tree of 20 processes (sh + 19 sleeps); with `deaf` it ignores SIGTERM.
 LaunchRequest tree_request(SupervisionFixture& fx, bool deaf, double timeout_s)
 {
@@ -291,6 +359,7 @@ int main(int argc, char** argv)
     Supervisor sup(*fx.conn, options);
     std::printf("containment: %s\n", std::string(to_string(sup.containment_mode())).c_str());
     hook_overhead(sup, fx, program, runs);
+    process_start_floor(program, runs);
     teardown_precision(sup, fx);
     return 0;
 }
