@@ -4,7 +4,9 @@
 //     the path a snapshot worker's foreground hooks take (its event loop; the exit
 //     rides on the next launch's insert); Supervisor::wait, which writes the exit
 //     before it returns (used for timeouts), is printed as context. Both paths
-//     must leave every hook recorded as exited, or the program fails;
+//     must leave every hook recorded as exited, or the program fails. As
+//     context too, the process-start floor: the no-op linked with libpq
+//     (bench_noop_pq, beside the no-op) and snapshot_worker --version;
 //  5. teardown precision: 50 trees of 20 processes, half ignoring SIGTERM, with
 //     staggered deadlines: p99 of (last process gone - deadline), and the total
 //     teardown against the largest deadline.
@@ -26,8 +28,6 @@
 #include <spawn.h>
 #include <poll.h>
 #include <sys/wait.h>
-
-extern char** environ;
 
 using namespace orch;
 using namespace orch::test;
