@@ -161,7 +161,16 @@ struct CrawlRun {
     int workers = 0; // snapshot_worker processes the crawl used
     CpuSplit split;
     double xacts = 0; // database transactions per snapshot (each a round trip at least)
+    double wal_kb = 0; // WAL written per snapshot, in kB (the cluster's: an autovacuum meanwhile counts too)
 };
+
+// The cluster's WAL insert position, in bytes: exact at once (unlike pg_stat_wal,
+// which a backend flushes later). Every run starts right after settle()'s
+// checkpoint, so each side pays the full-page images of the pages it touches first.
+double wal_position(Bench& b)
+{
+    return b.scalar("SELECT pg_current_wal_insert_lsn() - '0/0'::pg_lsn");
+}
 
 // Transactions committed or rolled back in the bench's database so far, as the
 // server's statistics have them (a backend reports its own when it exits).
@@ -200,6 +209,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     settle(b);
     const auto id = b.add(urls(n, tag));
     const double xacts0 = transactions(b);
+    const double wal0 = wal_position(b);
     const auto t0 = Clock::now();
     const long busy0 = bench::machine_busy_ticks();
     const long pg0 = bench::server_tree_ticks(b.postmaster);
@@ -214,6 +224,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
     out.cpu_ms = cpu_ms_each(busy0, n);
     const double pg_ms = ticks_ms_each(bench::server_tree_ticks(b.postmaster) - pg0, n);
     out.xacts = (transactions(b) - xacts0) / n;
+    out.wal_kb = (wal_position(b) - wal0) / 1024.0 / n;
     const auto q = "'" + id + "'";
     const double sealed = b.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND crawl_id = " + q);
     if (sealed != n) {
@@ -238,9 +249,10 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag)
                               "WHERE worker_type = 'crawl' AND crawl_id = " + q + " LIMIT 1)");
     out.split = {hooks, workers - hooks, all - workers, pg_ms, out.cpu_ms - all - pg_ms};
     std::printf("crawl %s: %d snapshots in %.2f s (%.1f/s; orchestrator wall %.2f s; machine CPU %.2f ms per snapshot: "
-                "hooks %.2f, snapshot workers %.2f, orchestrator + crawl worker %.2f, PostgreSQL %.2f, the rest %.2f)\n",
+                "hooks %.2f, snapshot workers %.2f, orchestrator + crawl worker %.2f, PostgreSQL %.2f, the rest %.2f; "
+                "WAL %.1f kB per snapshot)\n",
                 tag.c_str(), n, span, out.per_s, out.wall_s, out.cpu_ms, out.split.hooks, out.split.workers,
-                out.split.managers, out.split.postgres, out.split.rest);
+                out.split.managers, out.split.postgres, out.split.rest, out.wal_kb);
     return out;
 }
 
@@ -266,6 +278,7 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false, bool one
     }
     settle(b);
     const double xacts0 = transactions(b);
+    const double wal0 = wal_position(b);
     const auto worker = bin_path("bench_raw_worker").string();
     // The same three programs ours runs per snapshot (the plugin's hook files),
     // not one program three times: three executables are three sets of pages to
@@ -326,6 +339,7 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false, bool one
     const double s = std::chrono::duration<double>(Clock::now() - t0).count();
     const double pg_ms = ticks_ms_each(bench::server_tree_ticks(b.postmaster) - pg0, n);
     const double xacts = (transactions(b) - xacts0) / n;
+    const double wal_kb = (wal_position(b) - wal0) / 1024.0 / n;
     if (failed > 0) {
         throw std::runtime_error(std::to_string(failed) + " raw workers failed");
     }
@@ -344,6 +358,7 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false, bool one
     out.cpu_ms = cpu_ms_each(busy0, n);
     out.workers = workers;
     out.xacts = xacts;
+    out.wal_kb = wal_kb;
     double hooks_s = 0;
     std::ifstream usage(usage_file);
     for (double s = 0; usage >> s;) {
@@ -352,12 +367,13 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false, bool one
     out.split = {hooks_s * 1000.0 / n, (workers_s - hooks_s) * 1000.0 / n, 0, pg_ms,
                  out.cpu_ms - workers_s * 1000.0 / n - pg_ms};
     std::printf("raw ceiling%s: %d workers x (1 connection) + %d snapshots x 3 hooks in %.2f s (%.1f/s; machine CPU "
-                "%.2f ms per snapshot: hooks %.2f, workers %.2f, PostgreSQL %.2f, the rest %.2f)\n",
+                "%.2f ms per snapshot: hooks %.2f, workers %.2f, PostgreSQL %.2f, the rest %.2f; WAL %.1f kB per snapshot)\n",
                 record        ? " recording (a row per hook and its exit, a durable seal per snapshot)"
                 : one_program ? " of one program 3 times"
                               : "",
                 workers, n, s,
-                out.per_s, out.cpu_ms, out.split.hooks, out.split.workers, out.split.postgres, out.split.rest);
+                out.per_s, out.cpu_ms, out.split.hooks, out.split.workers, out.split.postgres, out.split.rest,
+                out.wal_kb);
     return out;
 }
 
@@ -503,7 +519,7 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
 // then the same against `history` old rows.
 void throughput_and_scale(Bench& b, int n, long history, int rounds)
 {
-    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu;
+    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu, our_wal;
     std::vector<CpuSplit> raw_splits, our_splits;
     CrawlRun ours;
     long rss_orch = 0;
@@ -521,6 +537,7 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
             ours = crawl(b, n, "e2e" + std::to_string(r));
             our_rates.push_back(ours.per_s);
             our_cpu.push_back(ours.cpu_ms);
+            our_wal.push_back(ours.wal_kb);
             our_splits.push_back(ours.split);
             ratios.push_back(ours.per_s / raw_rates.back());
             std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
@@ -586,6 +603,12 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     // The round trips behind those records: ours write more per snapshot in fewer statements.
     bench::report_context("2 context: database transactions per snapshot (ours; raw that records)",
                           bench::fixed(ours.xacts, 2), bench::fixed(recording.xacts, 2), "-");
+    // And their volume (ours: the median round): a process row per hook with its
+    // command line and environment, written at the spawn and again at the exit,
+    // the results, the snapshot's claim and seal, each with its index entries.
+    const double our_wal_kb = bench::median(our_wal);
+    bench::report_context("2 context: WAL per snapshot, kB (ours; raw that records)", bench::fixed(our_wal_kb, 1),
+                          bench::fixed(recording.wal_kb, 1), bench::fixed(our_wal_kb / recording.wal_kb, 1) + "x");
     std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
     for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
                                    {"snapshot_worker", rss_snap}}) {
