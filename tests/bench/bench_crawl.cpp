@@ -519,7 +519,7 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
 // then the same against `history` old rows.
 void throughput_and_scale(Bench& b, int n, long history, int rounds)
 {
-    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu, our_wal;
+    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu, our_xacts, our_wal;
     std::vector<CpuSplit> raw_splits, our_splits;
     CrawlRun ours;
     long rss_orch = 0;
@@ -537,6 +537,7 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
             ours = crawl(b, n, "e2e" + std::to_string(r));
             our_rates.push_back(ours.per_s);
             our_cpu.push_back(ours.cpu_ms);
+            our_xacts.push_back(ours.xacts);
             our_wal.push_back(ours.wal_kb);
             our_splits.push_back(ours.split);
             ratios.push_back(ours.per_s / raw_rates.back());
@@ -600,10 +601,11 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     bench::report_context("2 context: vs raw running one program as all 3 hooks (baseline until stop 24)",
                           bench::fixed(our_rate), bench::fixed(raw_one_program),
                           bench::fixed(our_rate / raw_one_program, 2));
-    // The round trips behind those records: ours write more per snapshot in fewer statements.
+    // The round trips behind those records (ours: medians of the rounds): ours
+    // write more per snapshot in fewer statements.
     bench::report_context("2 context: database transactions per snapshot (ours; raw that records)",
-                          bench::fixed(ours.xacts, 2), bench::fixed(recording.xacts, 2), "-");
-    // And their volume (ours: the median round): a process row per hook with its
+                          bench::fixed(bench::median(our_xacts), 2), bench::fixed(recording.xacts, 2), "-");
+    // And their volume: a process row per hook with its
     // command line and environment, written at the spawn and again at the exit,
     // the results, the snapshot's claim and seal, each with its index entries.
     const double our_wal_kb = bench::median(our_wal);
