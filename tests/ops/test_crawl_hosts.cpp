@@ -18,13 +18,15 @@ TEST_CASE("ops: crawl_hosts counts each unsealed crawl's snapshots per host - ru
               " ('" + c1 + "', 'http://a.test/5', 'started', NULL, NULL),"
               " ('" + c1 + "', 'http://B.test:8080/x', 'started', '" + sw1 + "', now() + interval '1 hour')");
     tree.exec("UPDATE crawl SET max_per_host = 2, host_delay_s = 0.5 WHERE id = '" + c1 + "'");
+    // A fixed claim time, read back as seconds past a fixed origin: an age taken
+    // from now() would drift between the statements on a busy machine.
     tree.exec("INSERT INTO crawl_host_claim (crawl_id, host, last_claimed_at) VALUES ('" + c1 +
-              "', 'a.test', now() - interval '3 seconds')");
+              "', 'a.test', '2000-01-01 00:00:03+00')");
     auto rows = [&] {
         return tree.scalar("SELECT string_agg(format('%s %s r%s w%s %s %s %s', CASE crawl_id WHEN '" + c1 +
                            "' THEN 'c1' ELSE 'c2' END, host, running, waiting, coalesce(max_per_host::text, '-'),"
                            " coalesce(host_delay_s::text, '-'), CASE WHEN last_claimed_at IS NULL THEN 'never'"
-                           " ELSE round(extract(epoch FROM now() - last_claimed_at))::text END),"
+                           " ELSE extract(epoch FROM last_claimed_at - '2000-01-01 00:00:00+00')::int::text END),"
                            " '; ' ORDER BY crawl_id, host) FROM ops.crawl_hosts");
     };
     CHECK(rows() == "c1 a.test r1 w2 2 0.5 3; c1 b.test r1 w0 2 0.5 never; c2 b.test r0 w1 - - never");
