@@ -276,11 +276,14 @@ TEST_CASE("recovery keeps the exit record a live supervisor wrote during its gra
     }
     // The orphan, on SIGTERM, records the judged row's exit the way its
     // supervisor would: after recovery read the rows, before it closes them.
+    // Its psql ignores SIGTERM (inherited across exec): recovery's SIGTERM sweep
+    // makes further passes for processes forked meanwhile, and on a fast machine
+    // it found the psql the trap had just started and stopped it before its write.
     const auto ready = fx.dir / "orphan.ready";
     const std::string sql = "UPDATE process SET status = 'exited', exit_code = 0, end_reason = 'exited',"
                             " ended_at = now() WHERE id = '" + judged + "'";
     std::vector<std::string> args{"sh", "-c",
-                                  "url=$1; sql=$2; trap 'psql -X -q \"$url\" -c \"$sql\" > /dev/null; exit 0' TERM;"
+                                  "url=$1; sql=$2; trap 'trap \"\" TERM; psql -X -q \"$url\" -c \"$sql\" > /dev/null; exit 0' TERM;"
                                   " touch \"$3\"; while :; do sleep 0.05; done",
                                   "sh", fx.db.url(), sql, ready.string()};
     std::vector<char*> argv;
