@@ -48,12 +48,16 @@ std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, cons
 std::optional<Lease> Lease::adopt(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                   const std::string& owner, std::chrono::seconds ttl)
 {
+    // The owner is matched as `(lease_owner = $2) IS TRUE` here, in renew() and
+    // in release(): the row is found by its key, never through the lease_owner
+    // index, which holds an entry per item the owner ever held until a vacuum
+    // (snapshot_worker/snapshot_store.cpp, k_fence).
     // Not waiting for the WAL flush is safe: adopting changes no owner, only the
     // expiry. Lost in a server crash, the lease keeps the (durable) expiry of the
     // batched claim, and fencing on lease_owner, not the expiry, protects the item.
     auto r = exec_autocommit(conn, fmt::format("lease.adopt.{}", table_name(table)),
                              fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) FROM {} "
-                                         "WHERE id = $1 AND lease_owner = $2 AND status IN ('queued', 'started') "
+                                         "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status IN ('queued', 'started') "
                                          "RETURNING attempts",
                                          table_name(table), k_async_commit),
                              item_id, owner, static_cast<double>(ttl.count()));
@@ -75,7 +79,7 @@ bool Lease::renew(pqxx::connection& conn)
 {
     pqxx::work tx(conn);
     auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
-                                        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                                        "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
                                         table_name(m_table)),
                             m_item_id, m_owner, static_cast<double>(m_ttl.count()));
     tx.commit();
@@ -101,7 +105,7 @@ bool Lease::release(pqxx::connection& conn, std::chrono::seconds retry_after)
     pqxx::work tx(conn);
     auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
                                         " retry_at = now() + make_interval(secs => $3), modified_at = now() "
-                                        "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                                        "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
                                         table_name(m_table)),
                             m_item_id, m_owner, static_cast<double>(retry_after.count()));
     tx.commit();

@@ -197,7 +197,7 @@ void CrawlStore::give_back_unspent(const std::string& snapshot_id, const std::st
     require_lease(tx, "giving back a snapshot");
     tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
                     " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
-                    "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND lease_owner = $3",
+                    "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND (lease_owner = $3) IS TRUE",
                     snapshot_id, m_crawl_id, worker, reason);
     tx.commit();
 }

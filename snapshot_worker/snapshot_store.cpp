@@ -22,7 +22,14 @@ namespace {
 // Appended to every write: the statement matches nothing unless we still hold the
 // snapshot's lease. FOR SHARE makes a concurrent claim wait for our commit, so a
 // write can never land after the lease changed hands.
-constexpr const char* k_fence = "EXISTS (SELECT 1 FROM snapshot f WHERE f.id = $1 AND f.lease_owner = $2 FOR SHARE)";
+// The owner is compared as `(lease_owner = $2) IS TRUE`, which means the same but
+// is no index condition: written plainly, a cached generic plan may find the row
+// through snapshot_leased_idx (lease_owner) instead of its key, and every
+// snapshot a worker sealed left an entry under its owner id there until the next
+// vacuum: measured, the seal's scan grew from 5 to 54 buffers over a worker's
+// 250 snapshots, linear in the snapshots it sealed.
+constexpr const char* k_fence =
+    "EXISTS (SELECT 1 FROM snapshot f WHERE f.id = $1 AND (f.lease_owner = $2) IS TRUE FOR SHARE)";
 
 std::string json_text(const nlohmann::json& j)
 {
@@ -131,7 +138,7 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
     // name says the fence held.
     auto rows = exec_autocommit(
         m_conn, "snapshot_store.ensure_results",
-        fmt::format("WITH fence AS (SELECT 1 FROM snapshot f, {} WHERE f.id = $1 AND f.lease_owner = $2 "
+        fmt::format("WITH fence AS (SELECT 1 FROM snapshot f, {} WHERE f.id = $1 AND (f.lease_owner = $2) IS TRUE "
                     "               FOR SHARE OF f), "
                     "ins AS ({}) "
                     "SELECT NULL::text, NULL::text, NULL::text WHERE EXISTS (SELECT 1 FROM fence) "
@@ -193,7 +200,7 @@ void SnapshotStore::set_title(const std::string& title)
 {
     pqxx::work tx(m_conn);
     auto r = tx.exec_params("UPDATE snapshot SET title = $3, modified_at = now() "
-                            "WHERE id = $1 AND lease_owner = $2 RETURNING 1",
+                            "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
                             m_snapshot_id, m_owner, title);
     require(r, "setting the title");
     tx.commit();
@@ -261,7 +268,7 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
         "  sealed_at = clock_timestamp(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
         "  modified_at = now() "
-        "  FROM counts, {2} WHERE s.id = {0} AND s.lease_owner = {1} RETURNING s.outcome), "
+        "  FROM counts, {2} WHERE s.id = {0} AND (s.lease_owner = {1}) IS TRUE RETURNING s.outcome), "
         "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
         "  AND EXISTS (SELECT 1 FROM sealed))",
         snapshot, owner, k_async_commit, held_writes(writes), k_write_held, exits);
