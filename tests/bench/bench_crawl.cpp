@@ -179,13 +179,18 @@ double transactions(Bench& b)
     return b.scalar("SELECT xact_commit + xact_rollback FROM pg_stat_database WHERE datname = current_database()");
 }
 
-// Lets the database go quiet before a measurement: flushes what earlier steps
+// Lets the machine go quiet before a measurement: flushes what earlier steps
 // (bench_claims' million rows, the history fill) left dirty and waits for their
 // autovacuum workers, which otherwise take CPU from whichever figure runs next.
+// Then writes back every file earlier runs left dirty (the workers' logs and
+// outputs, kept to the end of the bench): the kernel starts that 30 s after they
+// were written (vm.dirty_expire_centisecs), in the middle of a later run, where
+// vmstat showed 15-55% iowait and the run left a quarter of the CPU idle.
 // Every measured run, ours and the baselines, gets the same.
 void settle(Bench& b)
 {
     pqxx::nontransaction(*b.conn).exec0("CHECKPOINT");
+    ::sync();
     eventually([&] { return b.scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'") == 0; },
                std::chrono::seconds(60));
 }
