@@ -30,6 +30,7 @@
 #include <csignal>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <thread>
 #include <utility>
@@ -165,6 +166,7 @@ struct CrawlRun {
     CpuSplit split;
     double xacts = 0; // database transactions per snapshot (each a round trip at least)
     double wal_kb = 0; // WAL written per snapshot, in kB (the cluster's: an autovacuum meanwhile counts too)
+    double cores = 0;  // the machine's cores busy on average during the run
 };
 
 // The cluster's WAL insert position, in bytes: exact at once (unlike pg_stat_wal,
@@ -196,12 +198,6 @@ void settle(Bench& b)
     ::sync();
     eventually([&] { return b.scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'") == 0; },
                std::chrono::seconds(60));
-}
-
-// The machine's cores busy on average during a run of n snapshots.
-double cores_busy(const CrawlRun& run, int n)
-{
-    return run.cpu_ms * n / 1000.0 / run.wall_s;
 }
 
 // A fresh directory on /dev/shm when that is a tmpfs (else none: path() empty),
@@ -266,6 +262,7 @@ CrawlRun crawl(Bench& b, int n, const std::string& tag, const fs::path& data_dir
     CrawlRun out;
     out.wall_s = std::chrono::duration<double>(Clock::now() - t0).count();
     out.cpu_ms = cpu_ms_each(busy0, n);
+    out.cores = out.cpu_ms * n / 1000.0 / out.wall_s;
     const double pg_ms = ticks_ms_each(bench::server_tree_ticks(b.postmaster) - pg0, n);
     out.xacts = (transactions(b) - xacts0) / n;
     out.wal_kb = (wal_position(b) - wal0) / 1024.0 / n;
@@ -400,6 +397,7 @@ CrawlRun raw_ceiling(Bench& b, int n, int workers, bool record = false, bool one
     out.wall_s = s;
     out.per_s = n / s;
     out.cpu_ms = cpu_ms_each(busy0, n);
+    out.cores = out.cpu_ms * n / 1000.0 / out.wall_s;
     out.workers = workers;
     out.xacts = xacts;
     out.wal_kb = wal_kb;
@@ -559,13 +557,69 @@ void latency_and_idle(Bench& b, int samples, int idle_s)
     daemon.wait_for(std::chrono::seconds(30));
 }
 
+// One round of rows 2 and 7: a raw ceiling run, then our crawl just after it.
+// This VM's speed drifts by 10-30% over minutes, so each of our runs is compared
+// with the raw run next to it.
+struct Round {
+    CrawlRun raw;
+    CrawlRun ours;
+    double ratio() const { return ours.per_s / raw.per_s; }
+};
+
+// `rounds` rounds of n URLs, our crawls tagged `tag` and run in `data_dir`
+// (default: the bench's own); prints each round's ratio.
+std::vector<Round> paired_rounds(Bench& b, int n, int rounds, const std::string& tag, const fs::path& data_dir = {})
+{
+    std::vector<Round> out;
+    for (int r = 1; r <= rounds; ++r) {
+        Round round;
+        round.raw = raw_ceiling(b, n, k_snapshot_workers);
+        round.ours = crawl(b, n, tag + std::to_string(r), data_dir);
+        std::printf("round %d of %s: ratio %.2f to the raw ceiling\n", r, tag.c_str(), round.ratio());
+        out.push_back(round);
+    }
+    return out;
+}
+
+// `field` (a CrawlRun member or a function of one) of each round's run, ours or
+// raw as `side` picks.
+template <typename Field>
+std::vector<double> of_rounds(const std::vector<Round>& rounds, CrawlRun Round::*side, Field field)
+{
+    std::vector<double> out;
+    for (const auto& round : rounds) {
+        out.push_back(std::invoke(field, round.*side));
+    }
+    return out;
+}
+
+std::vector<double> ratios_of(const std::vector<Round>& rounds)
+{
+    std::vector<double> out;
+    for (const auto& round : rounds) {
+        out.push_back(round.ratio());
+    }
+    return out;
+}
+
+// "median [lowest-highest]" of the rounds' ratios (the median alone for one round).
+std::string median_and_range(const std::vector<double>& ratios)
+{
+    const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
+    return bench::fixed(bench::median(ratios), 2) +
+           (ratios.size() > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "");
+}
+
+double lowest(const std::vector<double>& values)
+{
+    return *std::min_element(values.begin(), values.end());
+}
+
 // Rows 2, 6 (peak RSS) and 7: `rounds` of a raw ceiling then our crawl of n URLs,
 // then the same against `history` old rows.
 void throughput_and_scale(Bench& b, int n, long history, int rounds)
 {
-    std::vector<double> raw_rates, our_rates, ratios, raw_cpu, our_cpu, raw_cores, our_cores, our_xacts, our_wal;
-    std::vector<CpuSplit> raw_splits, our_splits;
-    CrawlRun ours;
+    std::vector<Round> row2;
     long rss_orch = 0;
     long rss_crawl = 0;
     long rss_snap = 0;
@@ -573,22 +627,7 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     std::string anon_mb;
     {
         bench::PeakRssSampler sampler(bin_path("orchestrator").parent_path(), std::chrono::milliseconds(10));
-        for (int r = 1; r <= rounds; ++r) {
-            const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
-            raw_rates.push_back(raw_run.per_s);
-            raw_cpu.push_back(raw_run.cpu_ms);
-            raw_cores.push_back(cores_busy(raw_run, n));
-            raw_splits.push_back(raw_run.split);
-            ours = crawl(b, n, "e2e" + std::to_string(r));
-            our_rates.push_back(ours.per_s);
-            our_cpu.push_back(ours.cpu_ms);
-            our_cores.push_back(cores_busy(ours, n));
-            our_xacts.push_back(ours.xacts);
-            our_wal.push_back(ours.wal_kb);
-            our_splits.push_back(ours.split);
-            ratios.push_back(ours.per_s / raw_rates.back());
-            std::printf("round %d of row 2: ratio %.2f\n", r, ratios.back());
-        }
+        row2 = paired_rounds(b, n, rounds, "e2e");
         rss_orch = sampler.peak_kb("orchestrator");
         rss_crawl = sampler.peak_kb("crawl_worker");
         rss_snap = sampler.peak_kb("snapshot_worker");
@@ -597,41 +636,40 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
             anon_mb += (anon_mb.empty() ? "" : " / ") + bench::fixed(sampler.peak_anon_kb(name) / 1024.0);
         }
     }
-    const double raw = bench::median(raw_rates);
-    const double our_rate = bench::median(our_rates);
+    const auto per_s = &CrawlRun::per_s;
+    const auto cores = &CrawlRun::cores;
+    const double raw = bench::median(of_rounds(row2, &Round::raw, per_s));
+    const double our_rate = bench::median(of_rounds(row2, &Round::ours, per_s));
+    const auto ratios = ratios_of(row2);
     const double ratio = bench::median(ratios);
     const double raw_per_snapshot = raw_ceiling(b, n, n).per_s;
     const auto recording = raw_ceiling(b, n, k_snapshot_workers, true);
     const double raw_one_program = raw_ceiling(b, n, k_snapshot_workers, false, true).per_s;
     const double raw_recording = recording.per_s;
     const bool met = our_rate >= 150 && ratio >= 0.5;
-    const auto [low, high] = std::minmax_element(ratios.begin(), ratios.end());
-    const std::string spread = rounds > 1 ? " [" + bench::fixed(*low, 2) + "-" + bench::fixed(*high, 2) + "]" : "";
-    const std::string of_rounds = rounds > 1 ? ", median of " + std::to_string(rounds) : "";
-    bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s" + of_rounds + ")",
-                      bench::fixed(our_rate), bench::fixed(raw), bench::fixed(ratio, 2) + spread,
-                      ">= 150/s and >= 0.50", met);
+    const std::string median_of = rounds > 1 ? ", median of " + std::to_string(rounds) : "";
+    bench::report_row("2 end-to-end " + std::to_string(n) + " URLs x 3 hooks (snapshots/s" + median_of + ")",
+                      bench::fixed(our_rate), bench::fixed(raw), median_and_range(ratios), ">= 150/s and >= 0.50", met);
     // What the rates come from, steadier than wall time on a shared machine: CPU
     // of the whole machine (ours, PostgreSQL, the hooks) per snapshot, medians.
-    const double our_cpu_ms = bench::median(our_cpu);
-    const double raw_cpu_ms = bench::median(raw_cpu);
+    const double our_cpu_ms = bench::median(of_rounds(row2, &Round::ours, &CrawlRun::cpu_ms));
+    const double raw_cpu_ms = bench::median(of_rounds(row2, &Round::raw, &CrawlRun::cpu_ms));
     bench::report_context("2 context: machine CPU per snapshot (ms; ratio raw/ours)", bench::fixed(our_cpu_ms, 2),
                           bench::fixed(raw_cpu_ms, 2), bench::fixed(raw_cpu_ms / our_cpu_ms, 2));
     // Rate = cores busy / CPU per snapshot: a run that left cores idle (waiting on
     // the disk, say) shows here, not in the CPU row. Lowest of the rounds.
     bench::report_context("2 context: cores busy during the runs, lowest of the rounds (of " +
                               std::to_string(std::thread::hardware_concurrency()) + ")",
-                          bench::fixed(*std::min_element(our_cores.begin(), our_cores.end()), 2),
-                          bench::fixed(*std::min_element(raw_cores.begin(), raw_cores.end()), 2), "-");
+                          bench::fixed(lowest(of_rounds(row2, &Round::ours, cores)), 2),
+                          bench::fixed(lowest(of_rounds(row2, &Round::raw, cores)), 2), "-");
     // Where it goes (medians of each part): what the hooks cost is the same
     // program either way; the difference is ours.
-    auto split = [](const std::vector<CpuSplit>& runs, bool managers) {
+    auto split = [&row2](CrawlRun Round::*side, bool managers) {
         auto part = [&](double CpuSplit::*field) {
-            std::vector<double> v;
-            for (const auto& run : runs) {
-                v.push_back(run.*field);
-            }
-            return bench::fixed(bench::median(v), 2);
+            return bench::fixed(bench::median(of_rounds(row2, side, [field](const CrawlRun& run) {
+                                    return run.split.*field;
+                                })),
+                                2);
         };
         return part(&CpuSplit::hooks) + " / " + part(&CpuSplit::workers) + " / " +
                (managers ? part(&CpuSplit::managers) : std::string("-")) + " / " + part(&CpuSplit::postgres) +
@@ -639,29 +677,19 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     };
     bench::report_context("2 context: CPU ms per snapshot: hooks / workers / orchestrator+crawl worker / "
                           "PostgreSQL / rest",
-                          split(our_splits, true), split(raw_splits, false), "-");
+                          split(&Round::ours, true), split(&Round::raw, false), "-");
     // The same rounds with our data directory on tmpfs: what the disk takes from
-    // the rate. Here ext4 made file creations wait for inode-table reads (a cold
-    // area of a virtual disk), leaving cores idle; the raw loop writes no files.
+    // the rate. The raw loop writes no files; ours creates 11 per snapshot, which
+    // on ext4 costs CPU and, on a cold area of a virtual disk, waits for
+    // inode-table reads that leave cores idle.
     if (TmpfsDir shm; !shm.path().empty()) {
-        std::vector<double> shm_rates, shm_raw, shm_ratios, shm_cores;
-        for (int r = 1; r <= rounds; ++r) {
-            const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
-            const auto run = crawl(b, n, "tmpfs" + std::to_string(r), shm.path());
-            shm_raw.push_back(raw_run.per_s);
-            shm_rates.push_back(run.per_s);
-            shm_ratios.push_back(run.per_s / raw_run.per_s);
-            shm_cores.push_back(cores_busy(run, n));
-            std::printf("round %d with the data directory on tmpfs: ratio %.2f\n", r, shm_ratios.back());
-        }
-        const auto [lo, hi] = std::minmax_element(shm_ratios.begin(), shm_ratios.end());
+        const auto in_tmpfs = paired_rounds(b, n, rounds, "tmpfs", shm.path());
         bench::report_context("2 context: the same with the data directory on tmpfs, no disk waits (snapshots/s, "
                               "median; lowest cores busy)",
-                              bench::fixed(bench::median(shm_rates)) + " (" +
-                                  bench::fixed(*std::min_element(shm_cores.begin(), shm_cores.end()), 2) + ")",
-                              bench::fixed(bench::median(shm_raw)),
-                              bench::fixed(bench::median(shm_ratios), 2) +
-                                  (rounds > 1 ? " [" + bench::fixed(*lo, 2) + "-" + bench::fixed(*hi, 2) + "]" : ""));
+                              bench::fixed(bench::median(of_rounds(in_tmpfs, &Round::ours, per_s))) + " (" +
+                                  bench::fixed(lowest(of_rounds(in_tmpfs, &Round::ours, cores)), 2) + ")",
+                              bench::fixed(bench::median(of_rounds(in_tmpfs, &Round::raw, per_s))),
+                              median_and_range(ratios_of(in_tmpfs)));
     } else {
         std::printf("no tmpfs at /dev/shm: the tmpfs context row is skipped\n");
     }
@@ -681,14 +709,15 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     // The round trips behind those records (ours: medians of the rounds): ours
     // write more per snapshot in fewer statements.
     bench::report_context("2 context: database transactions per snapshot (ours; raw that records)",
-                          bench::fixed(bench::median(our_xacts), 2), bench::fixed(recording.xacts, 2), "-");
+                          bench::fixed(bench::median(of_rounds(row2, &Round::ours, &CrawlRun::xacts)), 2),
+                          bench::fixed(recording.xacts, 2), "-");
     // And their volume: a process row per hook with its
     // command line and environment, written at the spawn and again at the exit,
     // the results, the snapshot's claim and seal, each with its index entries.
-    const double our_wal_kb = bench::median(our_wal);
+    const double our_wal_kb = bench::median(of_rounds(row2, &Round::ours, &CrawlRun::wal_kb));
     bench::report_context("2 context: WAL per snapshot, kB (ours; raw that records)", bench::fixed(our_wal_kb, 1),
                           bench::fixed(recording.wal_kb, 1), bench::fixed(our_wal_kb / recording.wal_kb, 1) + "x");
-    std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", ours.workers, n);
+    std::printf("snapshot_worker processes in the last e2e crawl: %d for %d snapshots\n", row2.back().ours.workers, n);
     for (const auto& [name, kb] : {std::pair{"orchestrator", rss_orch}, {"crawl_worker", rss_crawl},
                                    {"snapshot_worker", rss_snap}}) {
         bench::report_row(std::string("6 peak RSS ") + name + " (MB)", bench::fixed(kb / 1024.0), "-", "-",
@@ -710,19 +739,12 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     // the rest): each round pairs the crawl with a raw ceiling run just before
     // it, as row 2's rounds do, and the figure is the ratio of the two rows'
     // median paired ratios. The raw loop's tables hold none of the history.
-    std::vector<double> scale_rates, scale_ratios;
-    for (int r = 1; r <= rounds; ++r) {
-        const auto raw_run = raw_ceiling(b, n, k_snapshot_workers);
-        const auto scaled = crawl(b, n, "scale" + std::to_string(r));
-        scale_rates.push_back(scaled.per_s);
-        scale_ratios.push_back(scaled.per_s / raw_run.per_s);
-        std::printf("round %d of row 7: ratio %.2f to the raw ceiling\n", r, scale_ratios.back());
-    }
-    const double scale_rate = bench::median(scale_rates);
-    const double scale_vs_row2 = bench::median(scale_ratios) / ratio;
+    const auto scaled = paired_rounds(b, n, rounds, "scale");
+    const double scale_rate = bench::median(of_rounds(scaled, &Round::ours, per_s));
+    const double scale_vs_row2 = bench::median(ratios_of(scaled)) / ratio;
     const std::string rows = history >= 1'000'000 ? std::to_string(history / 1'000'000) + "M"
                                                   : std::to_string(history / 1000) + "k";
-    bench::report_row("7 scale: row 2 with " + rows + " old snapshots+processes (snapshots/s" + of_rounds +
+    bench::report_row("7 scale: row 2 with " + rows + " old snapshots+processes (snapshots/s" + median_of +
                           "; ratio of the rows' ratios to raw)",
                       bench::fixed(scale_rate), bench::fixed(our_rate) + " (row 2)", bench::fixed(scale_vs_row2, 2),
                       ">= 0.80", scale_vs_row2 >= 0.8);
