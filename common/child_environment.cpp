@@ -43,7 +43,7 @@ std::map<std::string, std::string> child_environment(std::map<std::string, std::
                                                      const std::string& cookie)
 {
     for (auto it = env.begin(); it != env.end();) {
-        it = is_database_variable(it->first) ? env.erase(it) : std::next(it);
+        it = is_database_variable(it->first) || it->first == k_process_id_env_var ? env.erase(it) : std::next(it);
     }
     env[k_cookie_env_var] = cookie;
     return env;

@@ -12,7 +12,8 @@ bool is_database_variable(const std::string& name);
 // True for names that look like credentials (…PASSWORD, …SECRET, …TOKEN, …KEY...).
 bool is_secret_variable(const std::string& name);
 
-// `env` minus database variables, plus the cookie (ORCH_PROCESS_COOKIE).
+// `env` minus database variables and an inherited ORCH_PROCESS_ID, plus the
+// cookie (ORCH_PROCESS_COOKIE).
 std::map<std::string, std::string> child_environment(std::map<std::string, std::string> env,
                                                      const std::string& cookie);
 // Copy with secret values replaced by "<redacted>", for the process row.

@@ -14,6 +14,10 @@ namespace orch {
 // Environment variable carrying the per-process cookie; inherited by the
 // whole tree unless a descendant scrubs its environment.
 inline constexpr const char* k_cookie_env_var = "ORCH_PROCESS_COOKIE";
+// Environment variable carrying a spawned worker's own row id, with which it
+// finds that row by key (register_self). Given to workers only, never recorded
+// (not in the row's env, not in cmd.sh) and never inherited by their children.
+inline constexpr const char* k_process_id_env_var = "ORCH_PROCESS_ID";
 
 // What names one process forever on this machine: (boot_id, pid, start_ticks),
 // made exact by the pidfs inode where the kernel has one, and tied to its

@@ -2,6 +2,7 @@
 
 #include "common/command_line.hpp"
 #include "common/errors.hpp"
+#include "common/ids.hpp"
 #include "common/machine.hpp"
 #include "common/pidfd.hpp"
 #include "common/process_identity.hpp"
@@ -13,46 +14,80 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <cstdlib>
 #include <unistd.h>
 
 namespace orch {
 
+namespace {
+
+std::optional<std::string> env_value(const char* name)
+{
+    const char* value = std::getenv(name);
+    return value != nullptr && *value != '\0' ? std::optional<std::string>(value) : std::nullopt;
+}
+
+// Adopts the row `id`, if it is ours: on this machine, not exited, and given the
+// cookie we carry. One statement, committed when it returns. Empty if not.
+std::optional<SelfRow> adopt(pqxx::connection& conn, const SelfRegistration& reg, const std::string& id,
+                             const std::optional<std::string>& cookie)
+{
+    pqxx::nontransaction tx(conn);
+    auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
+                            " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
+                            " heartbeat_at = now() "
+                            // By key, not through process_live_idx (ARCHITECTURE.md, the process table's keys).
+                            "WHERE id = $1 AND machine_id = $2 AND (status <> 'exited') IS TRUE "
+                            "  AND ($6::text IS NULL OR (cookie = $6) IS TRUE) "
+                            "RETURNING id, parent_id",
+                            id, reg.machine_id, reg.worker_type, reg.crawl_id, reg.snapshot_id, cookie);
+    tx.commit();
+    if (r.empty()) {
+        return std::nullopt;
+    }
+    SelfRow adopted{id, false, std::nullopt};
+    if (!r[0][1].is_null()) {
+        adopted.parent_id = r[0][1].as<std::string>();
+    }
+    return adopted;
+}
+
+} // namespace
+
 SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration)
 {
     SelfRegistration reg = registration;
-    if (!reg.adopt_id) {
-        // Spawned by one of our supervisors: the row it prepared carries the cookie it gave us.
-        if (const char* cookie = std::getenv(k_cookie_env_var); cookie != nullptr && *cookie != '\0') {
-            pqxx::nontransaction tx(conn); // one read: autocommit, no BEGIN/ROLLBACK
-            auto r = tx.exec_params("SELECT id FROM process WHERE cookie = $1 AND machine_id = $2 "
-                                    "AND process_type = $3 AND status <> 'exited'",
-                                    std::string(cookie), reg.machine_id, reg.process_type);
-            if (!r.empty()) {
-                reg.adopt_id = r[0][0].as<std::string>();
+    if (reg.adopt_id) {
+        if (auto adopted = adopt(conn, reg, *reg.adopt_id, std::nullopt)) {
+            return *adopted;
+        }
+        throw NotFound(fmt::format("process row {} to adopt not found on this machine (or already exited)",
+                                   *reg.adopt_id));
+    }
+    // Spawned by one of our supervisors: the row it prepared carries the cookie it
+    // gave us, and its id came with it. By key when we have the id: the cookie is
+    // no index condition, and the search by it reads process_live_idx, through
+    // the entry of every hook that exited since the last vacuum (970 buffers after
+    // a crawl of 8,000 snapshots). The cookie must match too: an id alone could be
+    // another process's.
+    if (const auto cookie = env_value(k_cookie_env_var)) {
+        if (const auto id = env_value(k_process_id_env_var); id && is_uuid(*id)) {
+            if (auto adopted = adopt(conn, reg, *id, cookie)) {
+                return *adopted;
             }
         }
-    }
-    if (reg.adopt_id) {
-        // One statement in autocommit: committed (synchronously) when it returns.
-        pqxx::nontransaction tx(conn);
-        auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
-                                " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
-                                " heartbeat_at = now() "
-                                // By key, not through process_live_idx (ARCHITECTURE.md, the process table's keys).
-                                "WHERE id = $1 AND machine_id = $2 AND (status <> 'exited') IS TRUE "
-                                "RETURNING id, parent_id",
-                                *reg.adopt_id, reg.machine_id, reg.worker_type, reg.crawl_id, reg.snapshot_id);
-        tx.commit();
-        if (r.empty()) {
-            throw NotFound(fmt::format("process row {} to adopt not found on this machine (or already exited)",
-                                       *reg.adopt_id));
+        // Spawned without the id (by an older supervisor), or the id is not ours.
+        const auto r = pqxx::nontransaction(conn).exec_params( // one read: autocommit, no BEGIN/ROLLBACK
+            "SELECT id FROM process WHERE cookie = $1 AND machine_id = $2 AND process_type = $3 AND status <> 'exited'",
+            *cookie, reg.machine_id, reg.process_type);
+        if (!r.empty()) {
+            const auto found = r[0][0].as<std::string>();
+            if (auto adopted = adopt(conn, reg, found, cookie)) {
+                return *adopted;
+            }
+            throw NotFound(fmt::format("process row {} to adopt not found on this machine (or already exited)", found));
         }
-        SelfRow adopted{*reg.adopt_id, false, std::nullopt};
-        if (!r[0][1].is_null()) {
-            adopted.parent_id = r[0][1].as<std::string>();
-        }
-        return adopted;
     }
     auto self = Pidfd::open(::getpid());
     auto identity = capture_identity(*self, read_boot_id(), std::nullopt);

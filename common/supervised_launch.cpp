@@ -3,6 +3,7 @@
 #include "common/child_environment.hpp"
 #include "common/command_line.hpp"
 #include "common/log.hpp"
+#include "common/process_identity.hpp"
 #include "common/process_table.hpp"
 #include "common/random_id.hpp"
 #include "common/rerun_script.hpp"
@@ -135,6 +136,10 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
     auto child_env = env;
     for (const auto& [key, value] : request.private_env) {
         child_env[key] = value;
+    }
+    if (request.process_type == "worker") {
+        // Its row by key (register_self); unrecorded, as a rerun of cmd.sh is a new process.
+        child_env[k_process_id_env_var] = result.row_id;
     }
     for (const auto& [key, value] : child_env) {
         spec.envp.push_back(key + "=" + value);

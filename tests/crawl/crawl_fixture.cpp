@@ -212,7 +212,8 @@ CrawlEnv CrawlFixture::env(const CrawlEnv& extra) const
                   {"DATA_DIR", std::nullopt},
                   {"MAX_SNAPSHOT_WORKERS", std::nullopt},
                   {"SNAPSHOT_MAX_ATTEMPTS", std::nullopt},
-                  {"ORCH_PROCESS_COOKIE", std::nullopt}};
+                  {"ORCH_PROCESS_COOKIE", std::nullopt},
+                  {"ORCH_PROCESS_ID", std::nullopt}};
     for (const auto& [k, v] : extra) {
         e[k] = v;
     }

@@ -189,6 +189,7 @@ EnvChanges OrchFixture::env(const EnvChanges& extra) const
                     {"LEASE_TTL", std::nullopt},
                     {"SNAPSHOT_MAX_ATTEMPTS", std::nullopt},
                     {"ORCH_PROCESS_COOKIE", std::nullopt},
+                    {"ORCH_PROCESS_ID", std::nullopt},
                     {"NOTIFY_SOCKET", std::nullopt}};
     for (const auto& [k, v] : extra) {
         e[k] = v;
