@@ -26,6 +26,28 @@ struct Orphan {
     bool found_any = false;
 };
 
+// Which live row each process found in a leaf belongs to. A supervisor reuses a
+// leaf for its next hook, whose row may not name the leaf yet (its running write
+// is held back), while the row that does name it may be a hook that already
+// exited (its exit held too): the leaf alone would credit the kill to the wrong
+// row. The cookie in a member's environment names its own.
+struct Attribution {
+    std::map<std::string, std::string> row_by_cookie;
+    std::set<std::string> found; // rows a member of some leaf was found for
+};
+
+// Credits the leaf member `pid` to the row of its cookie, else to `orphan`.
+void credit(pid_t pid, Orphan& orphan, Attribution& attribution)
+{
+    const auto cookie = read_environ_value(pid, k_cookie_env_var);
+    const auto row = cookie ? attribution.row_by_cookie.find(*cookie) : attribution.row_by_cookie.end();
+    if (row != attribution.row_by_cookie.end()) {
+        attribution.found.insert(row->second);
+    } else {
+        orphan.found_any = true;
+    }
+}
+
 bool orphan_empty(const Orphan& orphan)
 {
     if (orphan.leader && !orphan.leader->has_exited()) {
@@ -37,14 +59,18 @@ bool orphan_empty(const Orphan& orphan)
     return !orphan.sweep || find_tree_members(*orphan.sweep).empty();
 }
 
-void signal_orphan(Orphan& orphan, int sig)
+void signal_orphan(Orphan& orphan, int sig, Attribution& attribution)
 {
     if (orphan.leader && orphan.leader->send_signal(sig)) {
         orphan.found_any = true;
     }
     if (orphan.leaf) {
         if (sig == SIGKILL) {
-            orphan.found_any |= orphan.leaf->populated();
+            const auto members = orphan.leaf->members();
+            for (pid_t pid : members) {
+                credit(pid, orphan, attribution);
+            }
+            orphan.found_any |= members.empty() && orphan.leaf->populated();
             orphan.leaf->kill();
         } else {
             // A member may exit and its pid be reused between reading
@@ -54,7 +80,7 @@ void signal_orphan(Orphan& orphan, int sig)
                 auto pidfd = Pidfd::open(pid);
                 if (pidfd && orphan.leaf->contains(pid) && pidfd->send_signal(sig)) {
                     pidfd->send_signal(SIGCONT);
-                    orphan.found_any = true;
+                    credit(pid, orphan, attribution);
                 }
             }
         }
@@ -71,10 +97,10 @@ void signal_orphan(Orphan& orphan, int sig)
 
 // TERM all, wait up to `grace` for all, KILL the rest: in parallel, so the
 // whole recovery is bounded by one grace period.
-void tear_down(std::vector<Orphan>& orphans, const RecoveryOptions& options)
+void tear_down(std::vector<Orphan>& orphans, const RecoveryOptions& options, Attribution& attribution)
 {
     for (auto& orphan : orphans) {
-        signal_orphan(orphan, SIGTERM);
+        signal_orphan(orphan, SIGTERM, attribution);
     }
     auto all_empty = [&] {
         for (const auto& orphan : orphans) {
@@ -91,7 +117,7 @@ void tear_down(std::vector<Orphan>& orphans, const RecoveryOptions& options)
     for (auto& orphan : orphans) {
         if (!orphan_empty(orphan)) {
             log::info("recovery: SIGKILL orphaned tree", {{"process", orphan.row_id}});
-            signal_orphan(orphan, SIGKILL);
+            signal_orphan(orphan, SIGKILL, attribution);
         }
     }
     const auto kill_deadline = Clock::now() + options.kill_timeout;
@@ -210,10 +236,19 @@ RecoveryReport cleanup_stale_running(pqxx::connection& conn, const std::string& 
         }
     }
 
-    tear_down(orphans, options);
+    Attribution attribution;
+    for (const auto& row : rows) {
+        if (row.cookie) {
+            attribution.row_by_cookie[*row.cookie] = row.id;
+        }
+    }
+    tear_down(orphans, options, attribution);
     std::map<std::string, bool> killed;
     for (const auto& orphan : orphans) {
         killed[orphan.row_id] = orphan.found_any;
+    }
+    for (const auto& row_id : attribution.found) {
+        killed[row_id] = true;
     }
     for (auto& [row_id, reason, pid] : to_close) {
         if (killed[row_id]) {

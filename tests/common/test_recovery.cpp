@@ -316,3 +316,56 @@ TEST_CASE("recovery keeps the exit record a live supervisor wrote during its gra
     CHECK_FALSE(pid_alive(pid));
     stop_sentinel(pid);
 }
+
+TEST_CASE("recovery credits a reused leaf's member to the row of its cookie - not to the exited hook the leaf was "
+          "made for",
+          "[recovery]")
+{
+    SupervisionFixture fx;
+    const auto containment = Containment::probe(fx.options(false).containment);
+    if (!containment.uses_cgroups()) {
+        WARN("no cgroup containment here: nothing to test");
+        return;
+    }
+    // A dead supervisor left two hook rows, as a crash leaves them: `first` ran in
+    // the leaf named after it and exited (its exit was held, so the row still says
+    // running and names the leaf); `second` was launched into the same, reused leaf
+    // and its row does not name it yet (its running write was held too).
+    const auto dead = random_uuid();
+    const auto first = random_uuid();
+    const auto second = random_uuid();
+    const auto second_cookie = random_uuid();
+    const auto leaf_dir = containment.group_dir(dead) / first;
+    std::filesystem::create_directories(leaf_dir);
+    {
+        pqxx::work tx(*fx.conn);
+        const auto m = tx.quote(fx.machine.id);
+        const auto boot = tx.quote(read_boot_id());
+        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
+                 tx.quote(dead) + ", " + m + ", 'worker', 'running', 999999, " + boot + ", 1)");
+        // Made first, as it was: recovery reaches its row, and so the leaf, first.
+        tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks, "
+                 "cookie, cgroup_path, created_at) VALUES (" + tx.quote(first) + ", " + m + ", " + tx.quote(dead) +
+                 ", 'hook', 'running', 999998, " + boot + ", 1, " + tx.quote(random_uuid()) + ", " +
+                 tx.quote(leaf_dir.string()) + ", now() - interval '1 second')");
+        tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, cookie) VALUES (" +
+                 tx.quote(second) + ", " + m + ", " + tx.quote(dead) + ", 'hook', 'queued', " +
+                 tx.quote(second_cookie) + ")");
+        tx.commit();
+    }
+    const auto ready = fx.dir / "second.ready";
+    const pid_t pid = spawn_into_leaf(leaf_dir, "exec env ORCH_PROCESS_COOKIE=" + second_cookie + " sh -c 'touch " +
+                                                    ready.string() + "; exec sleep 300'");
+    REQUIRE(eventually([&] { return std::filesystem::exists(ready); }));
+    REQUIRE(eventually([&] { return read_environ_value(pid, k_cookie_env_var) == second_cookie; }));
+
+    Supervisor sup(*fx.conn, fx.options(false));
+    const auto report = sup.recover(5000ms);
+    CHECK_FALSE(pid_alive(pid));
+    CHECK(fx.column(second, "end_reason") == "killed_on_recovery");
+    CHECK(fx.column(first, "end_reason") == "lost");
+    CHECK(fx.column(dead, "end_reason") == "lost");
+    CHECK(report.killed_on_recovery == 1);
+    CHECK_FALSE(std::filesystem::exists(leaf_dir));
+    stop_sentinel(pid);
+}
