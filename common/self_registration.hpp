@@ -24,9 +24,10 @@ struct SelfRow {
     std::optional<std::string> parent_id; // the supervisor that prepared an adopted row
 };
 
-// Adopts the parent's row, named by --process-id or found by the cookie the parent put in
-// our environment (ORCH_PROCESS_COOKIE); the row must be on this machine and not exited; the
-// parent records our pid and identity when it spawns us) or inserts a running row
+// Adopts the parent's row (the parent records our pid and identity when it spawns us),
+// named by --process-id, or by the id and cookie the parent put in our environment
+// (ORCH_PROCESS_ID with ORCH_PROCESS_COOKIE, both matching), or found by the cookie
+// alone; the row must be on this machine and not exited. Else inserts a running row
 // for this process with its OS identity. Throws NotFound for an unknown adopt id.
 SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration);
 
