@@ -46,6 +46,17 @@ pid_t spawn_at_pid(pid_t pid)
     return static_cast<pid_t>(rc);
 }
 
+// Inserts, in `tx`, the row of a supervisor (a worker) whose process is gone: a
+// pid no process has, on this boot. Returns its id.
+std::string insert_dead_supervisor(pqxx::work& tx, const std::string& machine_id)
+{
+    const auto id = random_uuid();
+    tx.exec_params0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) "
+                    "VALUES ($1, $2, 'worker', 'running', 999999, $3, 1)",
+                    id, machine_id, read_boot_id());
+    return id;
+}
+
 void stop_sentinel(pid_t pid)
 {
     ::kill(pid, SIGKILL);
@@ -157,14 +168,13 @@ TEST_CASE("pid reuse and other boots are never signalled by recovery or teardown
     // Fake rows pointing at a live unrelated process: other start time, other boot.
     const pid_t sentinel = spawn_sentinel();
     const auto start = read_proc_stat(sentinel)->start_ticks;
-    const auto dead_parent = random_uuid();
+    std::string dead_parent;
     const auto fake = random_uuid();
     const auto other_boot = random_uuid();
     {
         pqxx::work tx(*fx.conn);
         const auto m = tx.quote(fx.machine.id);
-        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
-                 tx.quote(dead_parent) + ", " + m + ", 'worker', 'running', 999999, " + tx.quote(read_boot_id()) + ", 1)");
+        dead_parent = insert_dead_supervisor(tx, fx.machine.id);
         tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks, cookie)"
                  " VALUES (" + tx.quote(fake) + ", " + m + ", " + tx.quote(dead_parent) + ", 'hook', 'running', " +
                  std::to_string(sentinel) + ", " + tx.quote(read_boot_id()) + ", " + std::to_string(start + 7) +
@@ -216,14 +226,12 @@ TEST_CASE("recovery SIGTERMs the members of a dead supervisor's leaf through mem
         return;
     }
     // A supervisor row whose process is gone.
-    const auto dead = random_uuid();
-    {
+    const auto dead = [&] {
         pqxx::work tx(*fx.conn);
-        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
-                 tx.quote(dead) + ", " + tx.quote(fx.machine.id) + ", 'worker', 'running', 999999, " +
-                 tx.quote(read_boot_id()) + ", 1)");
+        auto id = insert_dead_supervisor(tx, fx.machine.id);
         tx.commit();
-    }
+        return id;
+    }();
     {
         // contains(): what recovery checks after opening a member's pidfd.
         auto leaf = containment.create_leaf(dead, random_uuid());
@@ -257,7 +265,7 @@ TEST_CASE("recovery keeps the exit record a live supervisor wrote during its gra
 {
     SupervisionFixture fx;
     Supervisor sup(*fx.conn, fx.options(false));
-    const auto dead = random_uuid();    // a supervisor that is gone
+    std::string dead;                   // a supervisor that is gone
     const auto orphan = random_uuid();  // its hook, found by cookie, torn down by recovery
     const auto judged = random_uuid();  // a live supervisor's hook whose pid is gone: judged lost
     const auto cookie = random_uuid();
@@ -265,8 +273,7 @@ TEST_CASE("recovery keeps the exit record a live supervisor wrote during its gra
         pqxx::work tx(*fx.conn);
         const auto m = tx.quote(fx.machine.id);
         const auto boot = tx.quote(read_boot_id());
-        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
-                 tx.quote(dead) + ", " + m + ", 'worker', 'running', 999999, " + boot + ", 1)");
+        dead = insert_dead_supervisor(tx, fx.machine.id);
         tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, cookie) VALUES (" +
                  tx.quote(orphan) + ", " + m + ", " + tx.quote(dead) + ", 'hook', 'queued', " + tx.quote(cookie) + ")");
         tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks)"
@@ -331,18 +338,18 @@ TEST_CASE("recovery credits a reused leaf's member to the row of its cookie - no
     // the leaf named after it and exited (its exit was held, so the row still says
     // running and names the leaf); `second` was launched into the same, reused leaf
     // and its row does not name it yet (its running write was held too).
-    const auto dead = random_uuid();
     const auto first = random_uuid();
     const auto second = random_uuid();
     const auto second_cookie = random_uuid();
-    const auto leaf_dir = containment.group_dir(dead) / first;
-    std::filesystem::create_directories(leaf_dir);
+    std::filesystem::path leaf_dir;
+    std::string dead;
     {
         pqxx::work tx(*fx.conn);
         const auto m = tx.quote(fx.machine.id);
         const auto boot = tx.quote(read_boot_id());
-        tx.exec0("INSERT INTO process (id, machine_id, process_type, status, pid, boot_id, start_ticks) VALUES (" +
-                 tx.quote(dead) + ", " + m + ", 'worker', 'running', 999999, " + boot + ", 1)");
+        dead = insert_dead_supervisor(tx, fx.machine.id);
+        leaf_dir = containment.group_dir(dead) / first;
+        std::filesystem::create_directories(leaf_dir);
         // Made first, as it was: recovery reaches its row, and so the leaf, first.
         tx.exec0("INSERT INTO process (id, machine_id, parent_id, process_type, status, pid, boot_id, start_ticks, "
                  "cookie, cgroup_path, created_at) VALUES (" + tx.quote(first) + ", " + m + ", " + tx.quote(dead) +

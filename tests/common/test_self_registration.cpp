@@ -5,10 +5,10 @@
 #include "common/process_identity.hpp"
 #include "common/random_id.hpp"
 #include "common/self_registration.hpp"
+#include "tests/support/scoped_env.hpp"
 
 #include <catch2/catch.hpp>
 
-#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -16,26 +16,6 @@ using namespace orch;
 using namespace orch::test;
 
 namespace {
-
-// Sets (or, with nullptr, unsets) one variable of this process's environment
-// for the guard's lifetime.
-class EnvGuard {
-public:
-    EnvGuard(const char* name, const char* value) : m_name(name)
-    {
-        if (const char* old = std::getenv(name)) {
-            m_old = old;
-        }
-        value != nullptr ? ::setenv(name, value, 1) : ::unsetenv(name);
-    }
-    ~EnvGuard() { m_old ? ::setenv(m_name.c_str(), m_old->c_str(), 1) : ::unsetenv(m_name.c_str()); }
-    EnvGuard(const EnvGuard&) = delete;
-    EnvGuard& operator=(const EnvGuard&) = delete;
-
-private:
-    std::string m_name;
-    std::optional<std::string> m_old;
-};
 
 // A queued worker row, as a supervisor prepares it before the spawn.
 std::string worker_row(SupervisionFixture& fx, const std::string& cookie, const std::string& status = "queued")
@@ -77,9 +57,9 @@ TEST_CASE("register_self: the id from the environment decides between rows that 
     const auto cookie = random_uuid();
     const auto first = worker_row(fx, cookie);
     const auto second = worker_row(fx, cookie);
-    EnvGuard c(k_cookie_env_var, cookie.c_str());
+    ScopedEnv c(k_cookie_env_var, cookie.c_str());
     for (const auto& wanted : {first, second}) {
-        EnvGuard i(k_process_id_env_var, wanted.c_str());
+        ScopedEnv i(k_process_id_env_var, wanted.c_str());
         const auto self = register_self(*fx.conn, registration(fx));
         CHECK(self.id == wanted);
         CHECK_FALSE(self.owned);
@@ -94,18 +74,18 @@ TEST_CASE("register_self: an id that is not ours falls back to the cookie's row 
     const auto cookie = random_uuid();
     const auto mine = worker_row(fx, cookie);
     const auto other = worker_row(fx, random_uuid());
-    EnvGuard c(k_cookie_env_var, cookie.c_str());
+    ScopedEnv c(k_cookie_env_var, cookie.c_str());
     {
-        EnvGuard i(k_process_id_env_var, other.c_str());
+        ScopedEnv i(k_process_id_env_var, other.c_str());
         CHECK(register_self(*fx.conn, registration(fx)).id == mine);
         CHECK(fx.column(other, "heartbeat_at").empty()); // not touched: its cookie is another
     }
     {
-        EnvGuard i(k_process_id_env_var, "not-a-uuid");
+        ScopedEnv i(k_process_id_env_var, "not-a-uuid");
         CHECK(register_self(*fx.conn, registration(fx)).id == mine);
     }
     {
-        EnvGuard i(k_process_id_env_var, nullptr);
+        ScopedEnv i(k_process_id_env_var, nullptr);
         CHECK(register_self(*fx.conn, registration(fx)).id == mine);
     }
 }
@@ -116,8 +96,8 @@ TEST_CASE("register_self: the exited row of an earlier run is not adopted - a ro
     SupervisionFixture fx;
     const auto cookie = random_uuid();
     const auto old = worker_row(fx, cookie, "exited");
-    EnvGuard c(k_cookie_env_var, cookie.c_str());
-    EnvGuard i(k_process_id_env_var, old.c_str());
+    ScopedEnv c(k_cookie_env_var, cookie.c_str());
+    ScopedEnv i(k_process_id_env_var, old.c_str());
     const auto self = register_self(*fx.conn, registration(fx));
     CHECK(self.id != old);
     CHECK(self.owned);

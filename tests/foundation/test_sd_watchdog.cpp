@@ -1,6 +1,7 @@
 // systemd's watchdog contract: whose WATCHDOG_USEC it is, and how often it is fed.
 
 #include "common/sd_watchdog.hpp"
+#include "tests/support/scoped_env.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -10,32 +11,8 @@
 #include <string>
 
 using namespace orch;
+using orch::test::ScopedEnv;
 using namespace std::chrono_literals;
-
-namespace {
-
-// Sets (or, for nullptr, unsets) an environment variable for one scope.
-class ScopedEnv {
-public:
-    ScopedEnv(const char* name, const char* value) : m_name(name)
-    {
-        if (const char* old = std::getenv(name)) {
-            m_old = old;
-            m_had = true;
-        }
-        value != nullptr ? ::setenv(name, value, 1) : ::unsetenv(name);
-    }
-    ~ScopedEnv() { m_had ? ::setenv(m_name, m_old.c_str(), 1) : ::unsetenv(m_name); }
-    ScopedEnv(const ScopedEnv&) = delete;
-    ScopedEnv& operator=(const ScopedEnv&) = delete;
-
-private:
-    const char* m_name;
-    std::string m_old;
-    bool m_had = false;
-};
-
-} // namespace
 
 TEST_CASE("sd watchdog: WATCHDOG_USEC is ours only when WATCHDOG_PID is unset or names us", "[sd_notify]")
 {
