@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/database_outage.hpp"
+
 #include <pqxx/pqxx>
 
 #include <optional>
@@ -26,15 +28,19 @@ inline constexpr const char* k_async_commit =
 // trip), prepared once per connection: parsing and planning a small statement
 // anew costs more than executing it. Re-declaring an identical definition is a
 // no-op in libpqxx; the server prepares it at its first use on the connection.
-// Blocks for the round trip; throws what libpqxx throws (pqxx::broken_connection,
-// pqxx::sql_error). Must not be called while a transaction is open on `conn`.
+// Blocks for the round trip, and through a database outage (ride_out: a
+// statement the server broke off did not commit, and is sent again once it is
+// back); throws what libpqxx throws (pqxx::broken_connection past the outage
+// grace, pqxx::sql_error). Must not be called while a transaction is open on `conn`.
 template <typename... Args>
 pqxx::result exec_autocommit(pqxx::connection& conn, const std::string& name, const std::string& definition,
-                             Args&&... args)
+                             const Args&... args)
 {
-    conn.prepare(name, definition);
-    pqxx::nontransaction tx(conn);
-    return tx.exec_prepared(name, std::forward<Args>(args)...);
+    return ride_out(conn, [&] {
+        conn.prepare(name, definition);
+        pqxx::nontransaction tx(conn);
+        return tx.exec_prepared(name, args...);
+    });
 }
 
 // Executes the statement prepared as `name` in `tx` with parameters known only
@@ -56,9 +62,11 @@ inline pqxx::result exec_autocommit_params(pqxx::connection& conn, const std::st
                                            const std::string& definition,
                                            const std::vector<std::optional<std::string>>& params)
 {
-    conn.prepare(name, definition);
-    pqxx::nontransaction tx(conn);
-    return exec_prepared_params(tx, name, params);
+    return ride_out(conn, [&] {
+        conn.prepare(name, definition);
+        pqxx::nontransaction tx(conn);
+        return exec_prepared_params(tx, name, params);
+    });
 }
 
 } // namespace orch

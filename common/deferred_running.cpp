@@ -1,5 +1,6 @@
 #include "common/supervisor.hpp"
 
+#include "common/database_outage.hpp"
 #include "common/log.hpp"
 
 #include <algorithm>
@@ -76,11 +77,18 @@ void Supervisor::record_exit(const std::string& row_id, const process_table::End
         return;
     }
     settle_write();
-    if (exit.identity) {
-        m_in_flight.emplace(process_table::send_write_exits(m_conn, {exit}));
-    } else {
-        m_in_flight.emplace(process_table::send_mark_exited(m_conn, row_id, end));
-    }
+    bool sent = false;
+    deferrable([&] {
+        if (exit.identity) {
+            m_in_flight.emplace(ride_out(m_conn, [&] { return process_table::send_write_exits(m_conn, {exit}); }));
+        } else {
+            m_in_flight.emplace(ride_out(m_conn, [&] { return process_table::send_mark_exited(m_conn, row_id, end); }));
+        }
+        sent = true;
+    });
+    // Held again if the write fails (settle_write), like the exits held for
+    // later; held at once when it could not be sent (deferrable).
+    (sent ? m_in_flight_exits : m_held_exits).push_back(std::move(exit));
 }
 
 void Supervisor::flush_due_exits()
@@ -98,7 +106,7 @@ void Supervisor::send_held_exits()
     }
     settle_write();
     TakenExits taken{*this, take_held_exits()};
-    m_in_flight.emplace(process_table::send_write_exits(m_conn, taken.exits));
+    m_in_flight.emplace(ride_out(m_conn, [&] { return process_table::send_write_exits(m_conn, taken.exits); }));
     m_in_flight_exits = std::move(taken.exits);
     taken.written(); // from here on settle_write() holds them again if the statement fails
 }
@@ -133,8 +141,10 @@ std::vector<process_table::HeldExit> Supervisor::take_held_exits()
 void Supervisor::write_held_exits()
 {
     InFlightGuard guard{*this};
-    send_held_exits();
-    settle_write();
+    deferrable([this] {
+        send_held_exits();
+        settle_write();
+    });
 }
 
 void Supervisor::settle_write()
@@ -143,10 +153,19 @@ void Supervisor::settle_write()
         return;
     }
     // Reset even when finish() throws: the statement is over either way.
-    auto statement = std::move(*m_in_flight);
-    m_in_flight.reset();
     TakenExits carried{*this, std::exchange(m_in_flight_exits, {})};
-    statement.finish();
+    try {
+        auto statement = std::move(*m_in_flight);
+        m_in_flight.reset();
+        statement.finish();
+    } catch (const pqxx::broken_connection& e) {
+        // What it carried is held again (`carried`), for the next write once
+        // the connection is back: an exit write is idempotent.
+        if (!outage_waits_deferred()) {
+            await_reconnect(m_conn, e);
+        }
+        return;
+    }
     carried.written();
 }
 

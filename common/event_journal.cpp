@@ -1,6 +1,7 @@
 #include "common/event_journal.hpp"
 
 #include "common/autocommit_statement.hpp"
+#include "common/database_outage.hpp"
 #include "common/log.hpp"
 
 #include <fmt/format.h>
@@ -125,9 +126,11 @@ void prepare_event_with_change(pqxx::connection& conn, const ChangeStatement& st
 void record_event(pqxx::connection& conn, const std::string& actor, const Event& event) noexcept
 {
     try {
-        pqxx::work tx(conn);
-        record_event(tx, actor, event);
-        tx.commit();
+        ride_out(conn, [&] {
+            pqxx::work tx(conn);
+            record_event(tx, actor, event);
+            tx.commit();
+        });
     } catch (const std::exception& e) {
         log::warn("event not recorded", {{"kind", event.kind}, {"error", e.what()}});
     }

@@ -14,12 +14,11 @@ void apply_host_rules(pqxx::connection& conn, const HostRules& rules)
     if (!rules.any()) {
         return;
     }
-    // Session settings (is_local false): they last as long as the connection,
-    // which is the worker's only one.
-    pqxx::nontransaction tx(conn);
-    tx.exec_params("SELECT set_config('orch.default_max_per_host', $1, false), "
-                   "set_config('orch.default_host_delay_ms', $2, false)",
-                   std::to_string(rules.max_per_host), std::to_string(rules.delay_ms));
+    // Session settings: they last as long as the connection, which is the
+    // worker's only one; libpqxx sets them again when it reconnects it after a
+    // database outage (common/database_outage.hpp). Whole numbers: nothing to quote.
+    conn.set_variable("orch.default_max_per_host", std::to_string(rules.max_per_host));
+    conn.set_variable("orch.default_host_delay_ms", std::to_string(rules.delay_ms));
 }
 
 } // namespace orch

@@ -1,6 +1,7 @@
 #include "common/supervisor.hpp"
 
 #include "common/child_environment.hpp"
+#include "common/database_outage.hpp"
 #include "common/process_table.hpp"
 #include "common/random_id.hpp"
 
@@ -30,7 +31,8 @@ void Supervisor::reserve(std::vector<LaunchRequest>& requests)
     }
     InFlightGuard guard{*this};
     settle_write();
-    process_table::send_insert_queued_rows(m_conn, rows).finish();
+    // Rows reserved by a statement the server broke off were not written.
+    ride_out(m_conn, [&] { process_table::send_insert_queued_rows(m_conn, rows).finish(); });
     for (auto& [id, cookie] : reserved) {
         m_reservations[id] = std::move(cookie);
     }

@@ -1,5 +1,7 @@
 #include "common/notification_listener.hpp"
 
+#include "common/database_outage.hpp"
+
 #include <cstdlib>
 #include <filesystem>
 
@@ -26,7 +28,10 @@ int NotificationListener::fd() const
 
 std::vector<std::string> NotificationListener::drain()
 {
-    m_conn.get_notifs();
+    // Where a loop meets a server restart first: its socket turns readable at once.
+    // Once the connection is back, libpqxx has LISTENed again; what was notified
+    // meanwhile is lost, and notifications are only hints (listeners re-read).
+    ride_out(m_conn, [this] { return m_conn.get_notifs(); });
     std::vector<std::string> out;
     out.swap(*m_sink);
     return out;

@@ -1,3 +1,4 @@
+#include "common/database_outage.hpp"
 #include "common/process_table.hpp"
 
 #include "common/autocommit_statement.hpp"
@@ -113,20 +114,22 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
     const std::string env = dump_lenient(row.env);
     const auto timeout_s = text(row.timeout_s);
     const auto pidfs_ino = text(identity.pidfs_ino);
-    pqxx::work tx(conn);
-    tx.exec_params0(
-        "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s, cookie,"
-        " containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id, snapshot_id,"
-        " archive_result_id, started_at, heartbeat_at, pid, boot_id, start_ticks, pidfs_ino, pgid)"
-        " VALUES ($1::uuid, $2::text, $3::uuid, $4::text, 'running', $5::jsonb, $6::jsonb, $7::text,"
-        " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,"
-        " $16::uuid, $17::uuid, $18::uuid, now(), now(), $19, $20, $21, $22, $23)",
-        row.id, row.machine_id, param(row.parent_id), row.process_type, cmd, env, param(row.pwd),
-        param(timeout_s), param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
-        param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
-        param(row.archive_result_id), identity.pid, identity.boot_id, std::to_string(identity.start_ticks),
-        param(pidfs_ino), pgid);
-    tx.commit();
+    ride_out(conn, [&] {
+        pqxx::work tx(conn);
+        tx.exec_params0(
+            "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s, cookie,"
+            " containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id, snapshot_id,"
+            " archive_result_id, started_at, heartbeat_at, pid, boot_id, start_ticks, pidfs_ino, pgid)"
+            " VALUES ($1::uuid, $2::text, $3::uuid, $4::text, 'running', $5::jsonb, $6::jsonb, $7::text,"
+            " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,"
+            " $16::uuid, $17::uuid, $18::uuid, now(), now(), $19, $20, $21, $22, $23)",
+            row.id, row.machine_id, param(row.parent_id), row.process_type, cmd, env, param(row.pwd),
+            param(timeout_s), param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
+            param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
+            param(row.archive_result_id), identity.pid, identity.boot_id, std::to_string(identity.start_ticks),
+            param(pidfs_ino), pgid);
+        tx.commit();
+    });
 }
 
 void mark_running(pqxx::connection& conn, const std::string& id, const ProcessIdentity& identity, pid_t pgid,
@@ -164,7 +167,7 @@ PendingStatement send_mark_exited(pqxx::connection& conn, const std::string& id,
 
 void mark_exited(pqxx::connection& conn, const std::string& id, const EndRecord& end)
 {
-    send_mark_exited(conn, id, end).finish();
+    ride_out(conn, [&] { send_mark_exited(conn, id, end).finish(); });
 }
 
 bool close_stale(pqxx::connection& conn, const std::string& id, std::optional<pid_t> pid,
@@ -183,22 +186,27 @@ void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
     if (ids.empty()) {
         return;
     }
-    pqxx::work tx(conn);
-    // By key, not through process_live_idx (see the claim's `pointed` in snapshot_claims.cpp).
-    tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE (status <> 'exited') IS TRUE "
-                    "AND id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)",
-                    nlohmann::json(ids).dump());
-    tx.commit();
+    ride_out(conn, [&] {
+        pqxx::work tx(conn);
+        // By key, not through process_live_idx (see the claim's `pointed` in snapshot_claims.cpp).
+        tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE (status <> 'exited') IS TRUE "
+                        "AND id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)",
+                        nlohmann::json(ids).dump());
+        tx.commit();
+    });
 }
 
 std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machine_id)
 {
-    pqxx::work tx(conn);
-    const auto result = tx.exec_params("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
-                                       " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = $1"
-                                       " AND status <> 'exited' ORDER BY created_at",
-                                       machine_id);
-    tx.commit();
+    const auto result = ride_out(conn, [&] {
+        pqxx::work tx(conn);
+        auto result = tx.exec_params("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
+                                           " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = $1"
+                                           " AND status <> 'exited' ORDER BY created_at",
+                                           machine_id);
+        tx.commit();
+        return result;
+    });
     std::vector<LiveRow> rows;
     for (const auto& r : result) {
         LiveRow row;
@@ -225,9 +233,12 @@ std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machin
 
 std::optional<std::string> status_of(pqxx::connection& conn, const std::string& id)
 {
-    pqxx::work tx(conn);
-    const auto result = tx.exec_params("SELECT status FROM process WHERE id = $1", id);
-    tx.commit();
+    const auto result = ride_out(conn, [&] {
+        pqxx::work tx(conn);
+        auto result = tx.exec_params("SELECT status FROM process WHERE id = $1", id);
+        tx.commit();
+        return result;
+    });
     if (result.empty()) {
         return std::nullopt;
     }

@@ -47,6 +47,11 @@ inline constexpr Setting default_max_per_host{"DEFAULT_MAX_PER_HOST", 0, 0, 10'0
 inline constexpr Setting default_host_delay_ms{"DEFAULT_HOST_DELAY_MS", 0, 0, 3'600'000, "ms",
                                                "crawl_worker, snapshot_worker",
                                                "between two starts on one host, for crawls without --host-delay"};
+// A worker that loses its database connection waits this long for it to come
+// back (a server restart, a failover), its children running on, before it exits
+// 4 and leaves the clean-up to recovery (common/database_outage.hpp). 0 exits at once.
+inline constexpr Setting db_outage_grace{"DB_OUTAGE_GRACE", 30, 0, 3600, "s", "all three",
+                                         "how long a process waits for a lost database connection before exiting 4"};
 } // namespace setting
 
 // Every entry above, in README order.

@@ -99,15 +99,17 @@ pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const s
     if (!host_limited) {
         return exec_autocommit_params(conn, name, definition, params);
     }
-    conn.prepare(name, definition);
-    pqxx::work tx(conn);
-    // Waited for before the claim statement starts: a READ COMMITTED statement
-    // reads the rows as of its own start, so a lock taken inside it would not
-    // let it see the claim it waited for.
-    tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "orch.snapshot_claim:" + crawl_id);
-    auto r = exec_prepared_params(tx, name, params);
-    tx.commit();
-    return r;
+    return ride_out(conn, [&] {
+        conn.prepare(name, definition);
+        pqxx::work tx(conn);
+        // Waited for before the claim statement starts: a READ COMMITTED statement
+        // reads the rows as of its own start, so a lock taken inside it would not
+        // let it see the claim it waited for.
+        tx.exec_params("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", "orch.snapshot_claim:" + crawl_id);
+        auto r = exec_prepared_params(tx, name, params);
+        tx.commit();
+        return r;
+    });
 }
 
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
@@ -160,12 +162,15 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 
 bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim)
 {
-    pqxx::work tx(conn);
-    auto r = tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                            " attempts = greatest(attempts - 1, 0), modified_at = now() "
-                            "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status <> 'sealed' RETURNING 1",
-                            claim.snapshot_id, claim.owner);
-    tx.commit();
+    auto r = ride_out(conn, [&] {
+        pqxx::work tx(conn);
+        auto r = tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                                " attempts = greatest(attempts - 1, 0), modified_at = now() "
+                                "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status <> 'sealed' RETURNING 1",
+                                claim.snapshot_id, claim.owner);
+        tx.commit();
+        return r;
+    });
     return !r.empty();
 }
 

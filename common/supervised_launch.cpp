@@ -2,6 +2,7 @@
 
 #include "common/child_environment.hpp"
 #include "common/command_line.hpp"
+#include "common/database_outage.hpp"
 #include "common/log.hpp"
 #include "common/process_identity.hpp"
 #include "common/process_table.hpp"
@@ -99,15 +100,27 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
     // Hook exits held until now travel with the insert, and are held again
     // if it fails.
     TakenExits carried{*this, {}};
+    std::optional<process_table::NewRow> row;
+    const auto send_insert = [&] {
+        insert.emplace(ride_out(m_conn, [&] { return process_table::send_insert_queued(m_conn, *row, carried.exits); }));
+    };
     if (!reserved) {
-        auto row = queued_row(request, result.row_id, cookie, env);
-        row.cgroup_path = leaf_path;
+        row = queued_row(request, result.row_id, cookie, env);
+        row->cgroup_path = leaf_path;
         carried.exits = std::exchange(m_held_exits, {});
-        insert.emplace(process_table::send_insert_queued(m_conn, row, carried.exits));
+        send_insert();
     }
-    auto finish_insert = [&insert, &carried] {
-        if (insert) {
-            insert->finish();
+    auto finish_insert = [&] {
+        while (insert) {
+            try {
+                insert->finish();
+            } catch (const pqxx::broken_connection& e) {
+                // The server broke the insert off: it did not commit. Sent again once it is back.
+                insert.reset();
+                await_reconnect(m_conn, e);
+                send_insert();
+                continue;
+            }
             insert.reset();
             carried.written();
         }

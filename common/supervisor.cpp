@@ -192,10 +192,10 @@ void Supervisor::handle_events()
     }
     reap_orphans();
     collect_finished();
-    flush_due_running();
-    flush_due_exits();
+    deferrable([this] { flush_due_running(); });
+    deferrable([this] { flush_due_exits(); });
     if (Clock::now() >= m_next_heartbeat) {
-        heartbeat();
+        deferrable([this] { heartbeat(); });
     }
     if (Clock::now() >= m_next_log_check) {
         // A hook that floods its output must not fill the disk.

@@ -1,6 +1,7 @@
 #pragma once
 
 #include "common/containment.hpp"
+#include "common/database_outage.hpp"
 #include "common/fd.hpp"
 #include "common/launcher.hpp"
 #include "common/process_table.hpp"
@@ -324,6 +325,22 @@ private:
     // run on leaves by an exception, so the owner still finds the connection idle.
     // The held exits it carried are held again: its outcome is unknown, and
     // writing an exit twice is harmless where losing it is not.
+    // Runs a step that writes rows. Under OutageWaitsDeferred (wait(),
+    // teardown()) a lost connection is not waited for: what the step would have
+    // written stays held (exits, running writes, the heartbeat's due time) for a
+    // later one, and the tree's deadlines keep their time. Otherwise the step
+    // rides the outage out itself (database_outage.hpp).
+    template <typename Step>
+    static void deferrable(Step&& step)
+    {
+        try {
+            step();
+        } catch (const pqxx::broken_connection&) {
+            if (!outage_waits_deferred()) {
+                throw;
+            }
+        }
+    }
     struct InFlightGuard {
         Supervisor& supervisor;
         int exceptions = std::uncaught_exceptions();

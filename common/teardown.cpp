@@ -53,6 +53,9 @@ struct TeardownEntry {
 ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<milliseconds> timeout,
                                 std::optional<milliseconds> grace)
 {
+    // The deadlines keep their time through a database outage: what cannot be
+    // written now is held for later (deferrable).
+    OutageWaitsDeferred defer;
     if (auto done = m_done.find(row_id); done != m_done.end()) {
         auto outcome = done->second;
         m_done.erase(done);
@@ -139,6 +142,7 @@ bool Supervisor::fast_stop_requested() const
 std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
                                                  std::optional<milliseconds> grace, TermTarget term_target)
 {
+    OutageWaitsDeferred defer; // as in wait()
     InFlightGuard guard{*this};
     const auto t0 = Clock::now();
     const auto cap = grace.value_or(m_options.teardown_grace);

@@ -27,39 +27,41 @@ CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(co
 
 std::optional<CrawlRecord> CrawlStore::load()
 {
-    pqxx::read_transaction tx(m_conn);
-    // Only the first URL and the count: a crawl of many URLs would otherwise sit
-    // in this process's heap (twice, as JSON and as strings) for its whole life.
-    auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
-                            " config::text, cancel_requested_at IS NOT NULL, "
-                            " coalesce(extract(epoch FROM now() - started_at) - paused_s, 0), cardinality(urls), "
-                            " max_per_host IS NOT NULL OR host_delay_s IS NOT NULL, host_delay_s "
-                            "FROM crawl WHERE id = $1",
-                            m_crawl_id);
-    if (r.empty()) {
-        return std::nullopt;
-    }
-    const auto& row = r[0];
-    CrawlRecord c;
-    c.id = row[0].as<std::string>();
-    c.first_url = row[1].as<std::string>();
-    c.max_depth = row[2].as<int>();
-    if (!row[3].is_null()) {
-        c.max_urls = row[3].as<int>();
-    }
-    if (!row[4].is_null()) {
-        c.timeout_s = row[4].as<int>();
-    }
-    c.host_limited = row[10].as<bool>();
-    if (!row[11].is_null()) {
-        c.host_delay_s = row[11].as<double>();
-    }
-    c.status = row[5].as<std::string>();
-    c.config = nlohmann::json::parse(row[6].as<std::string>());
-    c.cancel_requested = row[7].as<bool>();
-    c.started_seconds_ago = row[8].as<double>();
-    c.url_count = row[9].as<long>();
-    return c;
+    return ride_out(m_conn, [&]() -> std::optional<CrawlRecord> {
+        pqxx::read_transaction tx(m_conn);
+        // Only the first URL and the count: a crawl of many URLs would otherwise sit
+        // in this process's heap (twice, as JSON and as strings) for its whole life.
+        auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
+                                " config::text, cancel_requested_at IS NOT NULL, "
+                                " coalesce(extract(epoch FROM now() - started_at) - paused_s, 0), cardinality(urls), "
+                                " max_per_host IS NOT NULL OR host_delay_s IS NOT NULL, host_delay_s "
+                                "FROM crawl WHERE id = $1",
+                                m_crawl_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        const auto& row = r[0];
+        CrawlRecord c;
+        c.id = row[0].as<std::string>();
+        c.first_url = row[1].as<std::string>();
+        c.max_depth = row[2].as<int>();
+        if (!row[3].is_null()) {
+            c.max_urls = row[3].as<int>();
+        }
+        if (!row[4].is_null()) {
+            c.timeout_s = row[4].as<int>();
+        }
+        c.host_limited = row[10].as<bool>();
+        if (!row[11].is_null()) {
+            c.host_delay_s = row[11].as<double>();
+        }
+        c.status = row[5].as<std::string>();
+        c.config = nlohmann::json::parse(row[6].as<std::string>());
+        c.cancel_requested = row[7].as<bool>();
+        c.started_seconds_ago = row[8].as<double>();
+        c.url_count = row[9].as<long>();
+        return c;
+    });
 }
 
 void CrawlStore::require_lease(pqxx::work& tx, const char* what) const
@@ -71,18 +73,20 @@ void CrawlStore::require_lease(pqxx::work& tx, const char* what) const
 
 int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
 {
-    pqxx::work tx(m_conn);
-    require_lease(tx, "creating snapshots");
-    auto r = tx.exec_params1("WITH created AS ("
-                             "  INSERT INTO snapshot (crawl_id, url, depth) "
-                             "  SELECT c.id, u.url, 0 FROM crawl c, unnest(c.urls) WITH ORDINALITY AS u(url, n) "
-                             "  WHERE c.id = $1 AND ($2::integer IS NULL OR u.n <= $2::integer) "
-                             "  ORDER BY u.n "
-                             "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1) "
-                             "SELECT count(*) FROM created",
-                             m_crawl_id, max_urls);
-    tx.commit();
-    return r[0].as<int>();
+    return ride_out(m_conn, [&]() -> int {
+        pqxx::work tx(m_conn);
+        require_lease(tx, "creating snapshots");
+        auto r = tx.exec_params1("WITH created AS ("
+                                 "  INSERT INTO snapshot (crawl_id, url, depth) "
+                                 "  SELECT c.id, u.url, 0 FROM crawl c, unnest(c.urls) WITH ORDINALITY AS u(url, n) "
+                                 "  WHERE c.id = $1 AND ($2::integer IS NULL OR u.n <= $2::integer) "
+                                 "  ORDER BY u.n "
+                                 "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1) "
+                                 "SELECT count(*) FROM created",
+                                 m_crawl_id, max_urls);
+        tx.commit();
+        return r[0].as<int>();
+    });
 }
 
 long CrawlStore::unsealed_count()
@@ -95,127 +99,141 @@ long CrawlStore::unsealed_count()
 
 CrawlStore::Control CrawlStore::control()
 {
-    pqxx::read_transaction tx(m_conn);
-    auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL, status = 'paused' FROM crawl WHERE id = $1",
-                            m_crawl_id);
-    Control c;
-    if (!r.empty()) {
-        c.cancel_requested = r[0][0].as<bool>();
-        c.paused = r[0][1].as<bool>();
-    }
-    return c;
+    return ride_out(m_conn, [&]() {
+        pqxx::read_transaction tx(m_conn);
+        auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL, status = 'paused' FROM crawl WHERE id = $1",
+                                m_crawl_id);
+        Control c;
+        if (!r.empty()) {
+            c.cancel_requested = r[0][0].as<bool>();
+            c.paused = r[0][1].as<bool>();
+        }
+        return c;
+    });
 }
 
 bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie,
                                const std::string& problem)
 {
-    pqxx::work tx(m_conn);
-    auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', paused_at = now(), lease_owner = NULL, "
-                                        " lease_expires_at = NULL, modified_at = now() "
-                                        "WHERE id = $1 AND status IN ('queued', 'started') "
-                                        "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "
-                                        "RETURNING 1",
-                                        k_held_for_us),
-                            m_crawl_id, lease_holder, cookie);
-    if (r.empty()) {
-        return false;
-    }
-    Event e{"crawl.paused", "crawl paused: its configuration is refused: " + problem, m_crawl_id};
-    e.detail = {{"reason", "configuration refused"}, {"problem", problem}};
-    record_event(tx, "crawl_worker", e);
-    tx.commit();
-    return true;
+    return ride_out(m_conn, [&]() -> bool {
+        pqxx::work tx(m_conn);
+        auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', paused_at = now(), lease_owner = NULL, "
+                                            " lease_expires_at = NULL, modified_at = now() "
+                                            "WHERE id = $1 AND status IN ('queued', 'started') "
+                                            "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "
+                                            "RETURNING 1",
+                                            k_held_for_us),
+                                m_crawl_id, lease_holder, cookie);
+        if (r.empty()) {
+            return false;
+        }
+        Event e{"crawl.paused", "crawl paused: its configuration is refused: " + problem, m_crawl_id};
+        e.detail = {{"reason", "configuration refused"}, {"problem", problem}};
+        record_event(tx, "crawl_worker", e);
+        tx.commit();
+        return true;
+    });
 }
 
 void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holder,
                                    const std::optional<std::string>& cookie)
 {
-    pqxx::work tx(m_conn);
-    tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                                "WHERE id = $1 AND {}",
-                                k_held_for_us),
-                    m_crawl_id, lease_holder, cookie);
-    tx.commit();
+    return ride_out(m_conn, [&]() {
+        pqxx::work tx(m_conn);
+        tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                                    "WHERE id = $1 AND {}",
+                                    k_held_for_us),
+                        m_crawl_id, lease_holder, cookie);
+        tx.commit();
+    });
 }
 
 std::optional<std::string> CrawlStore::held_by(const std::string& worker)
 {
-    pqxx::nontransaction tx(m_conn); // one read: autocommit
-    auto r = tx.exec_params("SELECT id FROM snapshot WHERE crawl_id = $1 AND lease_owner = $2 AND status <> 'sealed' "
-                            "ORDER BY lease_expires_at DESC LIMIT 1",
-                            m_crawl_id, worker);
-    if (r.empty()) {
-        return std::nullopt;
-    }
-    return r[0][0].as<std::string>();
+    return ride_out(m_conn, [&]() -> std::optional<std::string> {
+        pqxx::nontransaction tx(m_conn); // one read: autocommit
+        auto r = tx.exec_params("SELECT id FROM snapshot WHERE crawl_id = $1 AND lease_owner = $2 AND status <> 'sealed' "
+                                "ORDER BY lease_expires_at DESC LIMIT 1",
+                                m_crawl_id, worker);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        return r[0][0].as<std::string>();
+    });
 }
 
 bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths,
                                int max_attempts, std::chrono::seconds backoff, const std::string& reason)
 {
-    pqxx::work tx(m_conn);
-    require_lease(tx, "retrying a snapshot");
-    // Only a lease that the dead worker held (or none) is ours to clear.
-    auto row = tx.exec_params("SELECT attempts FROM snapshot WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' "
-                              "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
-                              snapshot_id, m_crawl_id, dead_worker);
-    if (row.empty()) {
+    return ride_out(m_conn, [&]() -> bool {
+        pqxx::work tx(m_conn);
+        require_lease(tx, "retrying a snapshot");
+        // Only a lease that the dead worker held (or none) is ours to clear.
+        auto row = tx.exec_params("SELECT attempts FROM snapshot WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' "
+                                  "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
+                                  snapshot_id, m_crawl_id, dead_worker);
+        if (row.empty()) {
+            tx.commit();
+            return false;
+        }
+        int attempts = std::max(row[0][0].as<int>(), deaths);
+        bool sealed = attempts >= max_attempts;
+        if (sealed) {
+            auto error = fmt::format("gave up after {} attempts: {}", attempts, reason);
+            Event e{"snapshot.gave_up", "snapshot sealed failed: " + error, m_crawl_id, snapshot_id};
+            e.process_id = m_owner;
+            e.detail = {{"attempts", attempts}, {"worker", dead_worker}};
+            record_event(tx, "crawl_worker", e);
+            tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
+                            "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
+                            snapshot_id, error);
+            tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = clock_timestamp(), "
+                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                            "WHERE id = $1",
+                            snapshot_id, error);
+        } else {
+            tx.exec_params0("UPDATE archive_result SET status = 'queued', error = $2, modified_at = now() "
+                            "WHERE snapshot_id = $1 AND status = 'started'",
+                            snapshot_id, "interrupted: " + reason);
+            tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $2, "
+                            " retry_at = now() + make_interval(secs => $3), modified_at = now() WHERE id = $1",
+                            snapshot_id, reason, static_cast<double>(backoff.count()));
+        }
         tx.commit();
-        return false;
-    }
-    int attempts = std::max(row[0][0].as<int>(), deaths);
-    bool sealed = attempts >= max_attempts;
-    if (sealed) {
-        auto error = fmt::format("gave up after {} attempts: {}", attempts, reason);
-        Event e{"snapshot.gave_up", "snapshot sealed failed: " + error, m_crawl_id, snapshot_id};
-        e.process_id = m_owner;
-        e.detail = {{"attempts", attempts}, {"worker", dead_worker}};
-        record_event(tx, "crawl_worker", e);
-        tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
-                        "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
-                        snapshot_id, error);
-        tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = clock_timestamp(), "
-                        " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                        "WHERE id = $1",
-                        snapshot_id, error);
-    } else {
-        tx.exec_params0("UPDATE archive_result SET status = 'queued', error = $2, modified_at = now() "
-                        "WHERE snapshot_id = $1 AND status = 'started'",
-                        snapshot_id, "interrupted: " + reason);
-        tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $2, "
-                        " retry_at = now() + make_interval(secs => $3), modified_at = now() WHERE id = $1",
-                        snapshot_id, reason, static_cast<double>(backoff.count()));
-    }
-    tx.commit();
-    return sealed;
+        return sealed;
+    });
 }
 
 void CrawlStore::give_back_unspent(const std::string& snapshot_id, const std::string& worker,
                                    const std::string& reason)
 {
-    pqxx::work tx(m_conn);
-    require_lease(tx, "giving back a snapshot");
-    tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
-                    " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
-                    "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND (lease_owner = $3) IS TRUE",
-                    snapshot_id, m_crawl_id, worker, reason);
-    tx.commit();
+    return ride_out(m_conn, [&]() {
+        pqxx::work tx(m_conn);
+        require_lease(tx, "giving back a snapshot");
+        tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
+                        " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
+                        "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND (lease_owner = $3) IS TRUE",
+                        snapshot_id, m_crawl_id, worker, reason);
+        tx.commit();
+    });
 }
 
 int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& reason)
 {
-    pqxx::work tx(m_conn);
-    require_lease(tx, "sealing snapshots");
-    tx.exec_params0("UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
-                    "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
-                    "  AND ar.status IN ('queued', 'started')",
-                    m_crawl_id, reason);
-    auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = clock_timestamp(), "
-                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                            "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
-                            m_crawl_id, outcome, reason);
-    tx.commit();
-    return static_cast<int>(r.size());
+    return ride_out(m_conn, [&]() -> int {
+        pqxx::work tx(m_conn);
+        require_lease(tx, "sealing snapshots");
+        tx.exec_params0("UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
+                        "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
+                        "  AND ar.status IN ('queued', 'started')",
+                        m_crawl_id, reason);
+        auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = clock_timestamp(), "
+                                " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                                "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
+                                m_crawl_id, outcome, reason);
+        tx.commit();
+        return static_cast<int>(r.size());
+    });
 }
 
 namespace {
@@ -259,7 +277,9 @@ ChangeStatement seal_statement(std::size_t exits)
 
 void CrawlStore::prepare_seal()
 {
-    prepare_event_with_change(m_conn, seal_statement(1), k_seal_parameters + process_table::exits_parameter_count(1));
+    return ride_out(m_conn, [&]() {
+        prepare_event_with_change(m_conn, seal_statement(1), k_seal_parameters + process_table::exits_parameter_count(1));
+    });
 }
 
 std::string CrawlStore::seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,

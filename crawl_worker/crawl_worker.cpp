@@ -3,6 +3,7 @@
 #include "common/containment.hpp"
 #include "common/crawl_config_check.hpp"
 #include "common/database.hpp"
+#include "common/database_outage.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
 #include "common/errors.hpp"
@@ -90,6 +91,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     // The snapshot workers' too: they inherit our environment, and each of them
     // would refuse its snapshot in turn.
     check_settings();
+    // From here on a lost connection is waited for (database_outage.hpp), hooks and workers running on.
+    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
     // Plugin problems surface here, before the crawl is claimed. The machine's own
     // (a config.json, a plugin) throw and leave the crawl due: fixing the machine
     // fixes every crawl. The crawl's own (its URL patterns, a plugin value its

@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_loop.hpp"
 
+#include "common/database_outage.hpp"
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
@@ -41,6 +42,15 @@ ExitCode OrchestratorLoop::run(const std::string& self_id)
     sup.fast_stop_fd = m_stop.fd();
     Supervisor supervisor(m_conn, sup);
     m_supervisor = &supervisor;
+    // systemd's watchdog stays fed while a database outage is waited out.
+    const auto outer_policy = outage_policy();
+    auto policy = outer_policy;
+    policy.while_waiting = [this] { m_watchdog.feed(); };
+    set_outage_policy(policy);
+    struct RestorePolicy {
+        const OutagePolicy& policy;
+        ~RestorePolicy() { set_outage_policy(policy); }
+    } restore{outer_policy};
     register_machine(m_conn, m_machine, std::string(to_string(supervisor.containment_mode())));
     NotificationListener crawl_due(m_conn, "crawl_due");
     recover();
@@ -115,7 +125,11 @@ void OrchestratorLoop::spawn_workers()
     if (room == 0) {
         return;
     }
-    for (const auto& claim : claim_due_crawls(m_conn, room, m_lease_ttl)) {
+    std::vector<std::string> live;
+    for (const auto& [row, crawl] : m_workers) {
+        live.push_back(row);
+    }
+    for (const auto& claim : claim_due_crawls(m_conn, room, m_lease_ttl, live)) {
         LaunchRequest req;
         req.row_id = claim.worker_row_id;
         req.argv = {sibling_executable("crawl_worker"), "--crawl-id", claim.crawl_id, "--data-dir",

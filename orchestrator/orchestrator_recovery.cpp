@@ -1,5 +1,6 @@
 #include "orchestrator/orchestrator_loop.hpp"
 
+#include "common/database_outage.hpp"
 #include "common/event_journal.hpp"
 #include "common/log.hpp"
 #include "common/process_identity.hpp"
@@ -20,8 +21,13 @@ namespace orch {
 // trees, closes stale rows, and frees leases whose owner is gone.
 void OrchestratorLoop::recover()
 {
-    for (const auto& row_id : stalled_lease_owners(m_conn, m_machine.id)) {
-        kill_row(row_id);
+    // Right after a database outage every lease may have expired meanwhile: its
+    // holder is no stalled one until it had a lease's time to renew.
+    const auto back = last_reconnect();
+    if (!back || Clock::now() - *back >= m_lease_ttl) {
+        for (const auto& row_id : stalled_lease_owners(m_conn, m_machine.id)) {
+            kill_row(row_id);
+        }
     }
     RecoveryOptions ro;
     ro.containment = m_containment;

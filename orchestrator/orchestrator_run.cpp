@@ -2,6 +2,7 @@
 
 #include "common/containment.hpp"
 #include "common/database.hpp"
+#include "common/database_outage.hpp"
 #include "common/env_setting.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
@@ -21,6 +22,7 @@
 
 #include <fmt/format.h>
 
+#include <signal.h>
 #include <unistd.h>
 
 namespace orch {
@@ -88,6 +90,17 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
         started.detail["leftover_trees_killed"] = leftovers.killed_on_recovery;
     }
     record_event(conn, "orchestrator", started);
+    // From here on a lost connection is waited for (database_outage.hpp), the crawl
+    // workers running on. The server forgot our gate with the session: taken
+    // again first, and should another orchestrator hold it by then, we stop as
+    // if asked to (SIGTERM to ourselves: the loop winds down as on any stop).
+    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, [&gate] {
+                           if (!gate.try_acquire()) {
+                               log::error("another orchestrator took the gate while the database was unreachable; "
+                                          "stopping");
+                               ::kill(::getpid(), SIGTERM);
+                           }
+                       }});
     OrchestratorLoop orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
     auto record_stop = [&](int exit_code, const std::string& why) {
         Event stopped{"orchestrator.stopped", fmt::format("orchestrator stopped (exit {}{})", exit_code, why)};

@@ -102,66 +102,68 @@ bool set_schedule_enabled(pqxx::connection& conn, const std::string& id, bool en
 
 int enqueue_due_schedules(pqxx::connection& conn)
 {
-    // Nearly every wake-up finds no schedule due: one read in autocommit instead of
-    // BEGIN, SELECT ... FOR UPDATE and COMMIT on the path from `add` to a worker.
-    if (!exec_autocommit(conn, "schedules.any_due",
-                         "SELECT EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled AND next_run_at <= now())")[0][0]
-             .as<bool>()) {
-        return 0;
-    }
-    int added = 0;
-    pqxx::work tx(conn);
-    auto due = tx.exec("SELECT id, schedule, template::text, extract(epoch FROM next_run_at)::float8 "
-                       "FROM crawl_schedule WHERE enabled AND next_run_at <= now() "
-                       "ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED");
-    for (const auto& row : due) {
-        auto id = row[0].as<std::string>();
-        auto tick = row[3].as<double>();
-        std::string error;
-        auto cron = CronSchedule::parse(row[1].as<std::string>(), &error);
-        // A schedule that was down for a while runs once, not once per missed tick.
-        auto next = cron ? cron->next_after(std::max(static_cast<std::time_t>(tick), std::time(nullptr)))
-                         : std::nullopt;
-        if (!next) {
-            // An expression this binary refuses (stored by an older one, or by hand),
-            // such as one that never matches: disabled, not run at a made-up time
-            // and not skipped. Skipped, it would stay due and be read again at every
-            // poll of every orchestrator while `schedule list` showed it enabled;
-            // disabled, the list, the journal and `status` say so until it is replaced.
-            if (error.empty()) {
-                error = "it has no next run time";
+    return ride_out(conn, [&]() -> int {
+        // Nearly every wake-up finds no schedule due: one read in autocommit instead of
+        // BEGIN, SELECT ... FOR UPDATE and COMMIT on the path from `add` to a worker.
+        if (!exec_autocommit(conn, "schedules.any_due",
+                             "SELECT EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled AND next_run_at <= now())")[0][0]
+                 .as<bool>()) {
+            return 0;
+        }
+        int added = 0;
+        pqxx::work tx(conn);
+        auto due = tx.exec("SELECT id, schedule, template::text, extract(epoch FROM next_run_at)::float8 "
+                           "FROM crawl_schedule WHERE enabled AND next_run_at <= now() "
+                           "ORDER BY next_run_at LIMIT 100 FOR UPDATE SKIP LOCKED");
+        for (const auto& row : due) {
+            auto id = row[0].as<std::string>();
+            auto tick = row[3].as<double>();
+            std::string error;
+            auto cron = CronSchedule::parse(row[1].as<std::string>(), &error);
+            // A schedule that was down for a while runs once, not once per missed tick.
+            auto next = cron ? cron->next_after(std::max(static_cast<std::time_t>(tick), std::time(nullptr)))
+                             : std::nullopt;
+            if (!next) {
+                // An expression this binary refuses (stored by an older one, or by hand),
+                // such as one that never matches: disabled, not run at a made-up time
+                // and not skipped. Skipped, it would stay due and be read again at every
+                // poll of every orchestrator while `schedule list` showed it enabled;
+                // disabled, the list, the journal and `status` say so until it is replaced.
+                if (error.empty()) {
+                    error = "it has no next run time";
+                }
+                log::error("disabling schedule with an invalid expression", {{"schedule", id}, {"error", error}});
+                tx.exec_params0("UPDATE crawl_schedule SET enabled = false, modified_at = now() WHERE id = $1", id);
+                Event e{"schedule.disabled", "schedule disabled: its expression is invalid: " + error};
+                e.detail = {{"schedule_id", id}, {"schedule", row[1].as<std::string>()}};
+                record_event(tx, "orchestrator", e);
+                continue;
             }
-            log::error("disabling schedule with an invalid expression", {{"schedule", id}, {"error", error}});
-            tx.exec_params0("UPDATE crawl_schedule SET enabled = false, modified_at = now() WHERE id = $1", id);
-            Event e{"schedule.disabled", "schedule disabled: its expression is invalid: " + error};
-            e.detail = {{"schedule_id", id}, {"schedule", row[1].as<std::string>()}};
-            record_event(tx, "orchestrator", e);
-            continue;
+            tx.exec_params0("UPDATE crawl_schedule SET last_run_at = next_run_at, next_run_at = to_timestamp($2), "
+                            " modified_at = now() WHERE id = $1",
+                            id, static_cast<double>(*next));
+            auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
+            auto r = tx.exec_params(
+                "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "
+                " schedule_due_at, max_per_host, host_delay_s) "
+                "SELECT ARRAY(SELECT jsonb_array_elements_text(t->'urls')), coalesce((t->>'max_depth')::int, 0), "
+                " (t->>'max_urls')::int, (t->>'timeout_s')::int, t->>'label', "
+                " ARRAY(SELECT jsonb_array_elements_text(coalesce(t->'tags', '[]'))), coalesce(t->'config', '{}'), "
+                " $2, to_timestamp($3), (t->>'max_per_host')::int, "
+                " (t->>'host_delay_s')::float8 FROM (SELECT $1::jsonb AS t) x "
+                "ON CONFLICT (schedule_id, schedule_due_at) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING id",
+                tmpl.dump(), id, tick);
+            added += static_cast<int>(r.size());
+            if (!r.empty()) {
+                log::info("schedule enqueued a crawl", {{"schedule", id}, {"crawl", r[0][0].as<std::string>()}});
+                Event e{"crawl.added", "crawl added by its schedule", r[0][0].as<std::string>()};
+                e.detail = {{"schedule_id", id}, {"urls", tmpl["urls"].size()}};
+                record_event(tx, "orchestrator", e);
+            }
         }
-        tx.exec_params0("UPDATE crawl_schedule SET last_run_at = next_run_at, next_run_at = to_timestamp($2), "
-                        " modified_at = now() WHERE id = $1",
-                        id, static_cast<double>(*next));
-        auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
-        auto r = tx.exec_params(
-            "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "
-            " schedule_due_at, max_per_host, host_delay_s) "
-            "SELECT ARRAY(SELECT jsonb_array_elements_text(t->'urls')), coalesce((t->>'max_depth')::int, 0), "
-            " (t->>'max_urls')::int, (t->>'timeout_s')::int, t->>'label', "
-            " ARRAY(SELECT jsonb_array_elements_text(coalesce(t->'tags', '[]'))), coalesce(t->'config', '{}'), "
-            " $2, to_timestamp($3), (t->>'max_per_host')::int, "
-            " (t->>'host_delay_s')::float8 FROM (SELECT $1::jsonb AS t) x "
-            "ON CONFLICT (schedule_id, schedule_due_at) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING id",
-            tmpl.dump(), id, tick);
-        added += static_cast<int>(r.size());
-        if (!r.empty()) {
-            log::info("schedule enqueued a crawl", {{"schedule", id}, {"crawl", r[0][0].as<std::string>()}});
-            Event e{"crawl.added", "crawl added by its schedule", r[0][0].as<std::string>()};
-            e.detail = {{"schedule_id", id}, {"urls", tmpl["urls"].size()}};
-            record_event(tx, "orchestrator", e);
-        }
-    }
-    tx.commit();
-    return added;
+        tx.commit();
+        return added;
+    });
 }
 
 } // namespace orch

@@ -1,10 +1,12 @@
 #include "orchestrator/work_queue.hpp"
 
+#include "common/array_parameter.hpp"
 #include "common/autocommit_statement.hpp"
 
 namespace orch {
 
-std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl)
+std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl,
+                                           const std::vector<std::string>& live_owners)
 {
     // One statement in autocommit, committed without waiting for the WAL flush: it
     // is on the path from `add` to a running crawl worker. Safe, because the claim
@@ -18,13 +20,14 @@ std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t l
                              std::string("WITH due AS ("
                                          "  SELECT id FROM crawl "
                                          "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
-                                         "    AND (lease_owner IS NULL OR lease_expires_at < now()) "
+                                         "    AND (lease_owner IS NULL OR (lease_expires_at < now() "
+                                         "         AND lease_owner <> ALL ($3::uuid[]))) "
                                          "  ORDER BY retry_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
                                          "UPDATE crawl c SET lease_owner = gen_random_uuid(), "
                                          "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
                                          "FROM due, ") +
                                  k_async_commit + " WHERE c.id = due.id RETURNING c.id, c.lease_owner",
-                             static_cast<long>(limit), static_cast<double>(ttl.count()));
+                             static_cast<long>(limit), static_cast<double>(ttl.count()), array_parameter(live_owners));
     std::vector<ClaimedCrawl> out;
     for (const auto& row : r) {
         out.push_back(ClaimedCrawl{row[0].as<std::string>(), row[1].as<std::string>()});
@@ -34,78 +37,88 @@ std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t l
 
 bool crawl_paused(pqxx::connection& conn, const std::string& crawl_id)
 {
-    pqxx::read_transaction tx(conn);
-    auto r = tx.exec_params("SELECT status = 'paused' FROM crawl WHERE id = $1", crawl_id);
-    return !r.empty() && r[0][0].as<bool>();
+    return ride_out(conn, [&]() -> bool {
+        pqxx::read_transaction tx(conn);
+        auto r = tx.exec_params("SELECT status = 'paused' FROM crawl WHERE id = $1", crawl_id);
+        return !r.empty() && r[0][0].as<bool>();
+    });
 }
 
 void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
                    std::chrono::seconds backoff)
 {
-    pqxx::work tx(conn);
-    // The worker may have given the crawl back itself before exiting (with its
-    // own, shorter back-off): the back-off still applies, but never shortens one.
-    tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
-                    " retry_at = greatest(retry_at, now() + make_interval(secs => $3)), modified_at = now() "
-                    "WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL) AND status <> 'sealed'",
-                    crawl_id, owner, static_cast<double>(backoff.count()));
-    tx.commit();
+    return ride_out(conn, [&]() {
+        pqxx::work tx(conn);
+        // The worker may have given the crawl back itself before exiting (with its
+        // own, shorter back-off): the back-off still applies, but never shortens one.
+        tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
+                        " retry_at = greatest(retry_at, now() + make_interval(secs => $3)), modified_at = now() "
+                        "WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL) AND status <> 'sealed'",
+                        crawl_id, owner, static_cast<double>(backoff.count()));
+        tx.commit();
+    });
 }
 
 LeaseRecovery release_dead_leases(pqxx::connection& conn)
 {
-    // Each statement starts from the leased rows ("lease_owner IS NOT NULL" picks the
-    // partial indexes of migration 0006): a handful, however long the history.
-    pqxx::work tx(conn);
-    LeaseRecovery out;
-    tx.exec0("UPDATE archive_result ar SET status = 'queued', error = 'interrupted: its worker died', "
-             " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
-             "WHERE s.lease_owner IS NOT NULL AND ar.snapshot_id = s.id AND ar.status = 'started' "
-             " AND p.status = 'exited' AND s.status <> 'sealed'");
-    out.snapshots = static_cast<int>(
-        tx.exec0("UPDATE snapshot s SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                 " modified_at = now() FROM process p "
-                 "WHERE s.lease_owner IS NOT NULL AND p.id = s.lease_owner AND p.status = 'exited' "
-                 " AND s.status <> 'sealed'")
-            .affected_rows());
-    out.crawls = static_cast<int>(
-        tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                 " modified_at = now() FROM process p "
-                 "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
-                 " AND c.status <> 'sealed'")
-            .affected_rows());
-    tx.commit();
-    return out;
+    return ride_out(conn, [&]() -> LeaseRecovery {
+        // Each statement starts from the leased rows ("lease_owner IS NOT NULL" picks the
+        // partial indexes of migration 0006): a handful, however long the history.
+        pqxx::work tx(conn);
+        LeaseRecovery out;
+        tx.exec0("UPDATE archive_result ar SET status = 'queued', error = 'interrupted: its worker died', "
+                 " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
+                 "WHERE s.lease_owner IS NOT NULL AND ar.snapshot_id = s.id AND ar.status = 'started' "
+                 " AND p.status = 'exited' AND s.status <> 'sealed'");
+        out.snapshots = static_cast<int>(
+            tx.exec0("UPDATE snapshot s SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                     " modified_at = now() FROM process p "
+                     "WHERE s.lease_owner IS NOT NULL AND p.id = s.lease_owner AND p.status = 'exited' "
+                     " AND s.status <> 'sealed'")
+                .affected_rows());
+        out.crawls = static_cast<int>(
+            tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                     " modified_at = now() FROM process p "
+                     "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
+                     " AND c.status <> 'sealed'")
+                .affected_rows());
+        tx.commit();
+        return out;
+    });
 }
 
 std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std::string& machine_id)
 {
-    pqxx::read_transaction tx(conn);
-    auto r = tx.exec_params("SELECT p.id FROM process p WHERE p.machine_id = $1 AND p.status = 'running' AND ("
-                            "  EXISTS (SELECT 1 FROM snapshot s WHERE s.lease_owner = p.id AND s.status <> 'sealed' "
-                            "          AND s.lease_expires_at < now()) OR "
-                            "  EXISTS (SELECT 1 FROM crawl c WHERE c.lease_owner = p.id AND c.status <> 'sealed' "
-                            "          AND c.lease_expires_at < now()))",
-                            machine_id);
-    std::vector<std::string> out;
-    for (const auto& row : r) {
-        out.push_back(row[0].as<std::string>());
-    }
-    return out;
+    return ride_out(conn, [&]() -> std::vector<std::string> {
+        pqxx::read_transaction tx(conn);
+        auto r = tx.exec_params("SELECT p.id FROM process p WHERE p.machine_id = $1 AND p.status = 'running' AND ("
+                                "  EXISTS (SELECT 1 FROM snapshot s WHERE s.lease_owner = p.id AND s.status <> 'sealed' "
+                                "          AND s.lease_expires_at < now()) OR "
+                                "  EXISTS (SELECT 1 FROM crawl c WHERE c.lease_owner = p.id AND c.status <> 'sealed' "
+                                "          AND c.lease_expires_at < now()))",
+                                machine_id);
+        std::vector<std::string> out;
+        for (const auto& row : r) {
+            out.push_back(row[0].as<std::string>());
+        }
+        return out;
+    });
 }
 
 bool work_due_within(pqxx::connection& conn, std::chrono::seconds window)
 {
-    pqxx::read_transaction tx(conn);
-    auto secs = static_cast<double>(window.count());
-    return tx
-        .exec_params1("SELECT EXISTS (SELECT 1 FROM crawl WHERE status IN ('queued', 'started') "
-                      "   AND retry_at <= now() + make_interval(secs => $1) "
-                      "   AND (lease_owner IS NULL OR lease_expires_at < now() + make_interval(secs => $1))) "
-                      "OR EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled "
-                      "   AND next_run_at <= now() + make_interval(secs => $1))",
-                      secs)[0]
-        .as<bool>();
+    return ride_out(conn, [&]() -> bool {
+        pqxx::read_transaction tx(conn);
+        auto secs = static_cast<double>(window.count());
+        return tx
+            .exec_params1("SELECT EXISTS (SELECT 1 FROM crawl WHERE status IN ('queued', 'started') "
+                          "   AND retry_at <= now() + make_interval(secs => $1) "
+                          "   AND (lease_owner IS NULL OR lease_expires_at < now() + make_interval(secs => $1))) "
+                          "OR EXISTS (SELECT 1 FROM crawl_schedule WHERE enabled "
+                          "   AND next_run_at <= now() + make_interval(secs => $1))",
+                          secs)[0]
+            .as<bool>();
+    });
 }
 
 } // namespace orch

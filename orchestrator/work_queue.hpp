@@ -18,8 +18,12 @@ struct ClaimedCrawl {
 
 // Claims up to `limit` due crawls in one statement (FOR UPDATE SKIP LOCKED, due
 // time then creation order), each for a fresh worker row id, with lease `ttl`.
-// Concurrent orchestrators never get the same crawl.
-std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl);
+// Concurrent orchestrators never get the same crawl. An expired lease is taken
+// over unless `live_owners` (the caller's crawl workers that still run) holds
+// it: after a database outage longer than the lease, the holder renews it once
+// it is back, and a worker that stalls is ended by recovery, which frees its lease.
+std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t limit, std::chrono::seconds ttl,
+                                           const std::vector<std::string>& live_owners = {});
 
 // Whether the crawl is paused (an operator's pause, or a crawl worker that found
 // the crawl's own configuration refused).

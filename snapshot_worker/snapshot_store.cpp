@@ -95,32 +95,34 @@ SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id, st
 
 std::optional<SnapshotRecord> SnapshotStore::load()
 {
-    // One statement: autocommit, no BEGIN/ROLLBACK round trips.
-    pqxx::nontransaction tx(m_conn);
-    auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
-                            "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
-                            "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL "
-                            "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
-                            m_snapshot_id);
-    if (r.empty()) {
-        return std::nullopt;
-    }
-    const auto& row = r[0];
-    SnapshotRecord rec;
-    rec.id = row[0].as<std::string>();
-    rec.crawl_id = row[1].as<std::string>();
-    rec.url = row[2].as<std::string>();
-    rec.depth = row[3].as<int>();
-    rec.status = row[4].as<std::string>();
-    rec.max_depth = row[5].as<int>();
-    if (!row[6].is_null()) {
-        rec.max_urls = row[6].as<int>();
-    }
-    rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
-    rec.crawl_cancelled = row[8].as<bool>();
-    rec.host_limited = row[9].as<bool>();
-    m_crawl_id = rec.crawl_id;
-    return rec;
+    return ride_out(m_conn, [&]() -> std::optional<SnapshotRecord> {
+        // One statement: autocommit, no BEGIN/ROLLBACK round trips.
+        pqxx::nontransaction tx(m_conn);
+        auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
+                                "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
+                                "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL "
+                                "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
+                                m_snapshot_id);
+        if (r.empty()) {
+            return std::nullopt;
+        }
+        const auto& row = r[0];
+        SnapshotRecord rec;
+        rec.id = row[0].as<std::string>();
+        rec.crawl_id = row[1].as<std::string>();
+        rec.url = row[2].as<std::string>();
+        rec.depth = row[3].as<int>();
+        rec.status = row[4].as<std::string>();
+        rec.max_depth = row[5].as<int>();
+        if (!row[6].is_null()) {
+            rec.max_urls = row[6].as<int>();
+        }
+        rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
+        rec.crawl_cancelled = row[8].as<bool>();
+        rec.host_limited = row[9].as<bool>();
+        m_crawl_id = rec.crawl_id;
+        return rec;
+    });
 }
 
 void SnapshotStore::require(const pqxx::result& r, const char* what) const
@@ -198,46 +200,50 @@ void SnapshotStore::requeue(const std::string& result_id, const std::string& why
 
 void SnapshotStore::set_title(const std::string& title)
 {
-    pqxx::work tx(m_conn);
-    auto r = tx.exec_params("UPDATE snapshot SET title = $3, modified_at = now() "
-                            "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
-                            m_snapshot_id, m_owner, title);
-    require(r, "setting the title");
-    tx.commit();
+    return ride_out(m_conn, [&]() {
+        pqxx::work tx(m_conn);
+        auto r = tx.exec_params("UPDATE snapshot SET title = $3, modified_at = now() "
+                                "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
+                                m_snapshot_id, m_owner, title);
+        require(r, "setting the title");
+        tx.commit();
+    });
 }
 
 int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls)
 {
-    if (urls.empty()) {
-        return 0;
-    }
-    pqxx::work tx(m_conn);
-    auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
-    require(fence, "adding discovered snapshots");
-    std::optional<long> room; // none: no limit (LIMIT NULL)
-    if (max_urls) {
-        // The crawl row lock serialises concurrent discoverers, so the limit holds exactly.
-        tx.exec_params1("SELECT 1 FROM crawl WHERE id = $1 FOR UPDATE", m_crawl_id);
-        auto existing = tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1", m_crawl_id)[0].as<long>();
-        room = std::max(0L, static_cast<long>(*max_urls) - existing);
-    }
-    // The room goes to the page's first URLs that the crawl does not have yet: cut
-    // before the filter, links to known pages (a site's menu on every page) would
-    // use it up and new URLs would be dropped for good.
-    // Then inserted in URL order, whatever the page's: without max_urls nothing
-    // serialises two workers adding the same URLs, and each waits on the other's
-    // uncommitted row of a URL it reaches; in two different orders they would
-    // deadlock, in one order the later waits for the earlier and skips its rows.
-    auto r = tx.exec_params("WITH fresh AS ("
-                            "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
-                            "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
-                            "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5) "
-                            "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
-                            "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
-                            "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
-                            m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
-    tx.commit();
-    return static_cast<int>(r.size());
+    return ride_out(m_conn, [&]() -> int {
+        if (urls.empty()) {
+            return 0;
+        }
+        pqxx::work tx(m_conn);
+        auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
+        require(fence, "adding discovered snapshots");
+        std::optional<long> room; // none: no limit (LIMIT NULL)
+        if (max_urls) {
+            // The crawl row lock serialises concurrent discoverers, so the limit holds exactly.
+            tx.exec_params1("SELECT 1 FROM crawl WHERE id = $1 FOR UPDATE", m_crawl_id);
+            auto existing = tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1", m_crawl_id)[0].as<long>();
+            room = std::max(0L, static_cast<long>(*max_urls) - existing);
+        }
+        // The room goes to the page's first URLs that the crawl does not have yet: cut
+        // before the filter, links to known pages (a site's menu on every page) would
+        // use it up and new URLs would be dropped for good.
+        // Then inserted in URL order, whatever the page's: without max_urls nothing
+        // serialises two workers adding the same URLs, and each waits on the other's
+        // uncommitted row of a URL it reaches; in two different orders they would
+        // deadlock, in one order the later waits for the earlier and skips its rows.
+        auto r = tx.exec_params("WITH fresh AS ("
+                                "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
+                                "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
+                                "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5) "
+                                "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
+                                "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
+                                "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
+                                m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
+        tx.commit();
+        return static_cast<int>(r.size());
+    });
 }
 
 namespace {

@@ -2,6 +2,7 @@
 
 #include "common/containment.hpp"
 #include "common/database.hpp"
+#include "common/database_outage.hpp"
 #include "common/host_rules.hpp"
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
@@ -122,6 +123,8 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     }
     // All of them, also those only a crawl worker reads: one rule for every executable.
     check_settings();
+    // From here on a lost connection is waited for (database_outage.hpp), hooks running on.
+    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
     UrlFilter filter(snapshot->crawl_config);
     scope.filter = &filter;
     scope.parallelism = static_cast<std::size_t>(read_int_setting(setting::hook_parallelism));

@@ -1,0 +1,183 @@
+#include "common/database_outage.hpp"
+
+#include "common/log.hpp"
+#include "common/settings.hpp"
+
+#include <poll.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <exception>
+#include <string>
+#include <thread>
+
+namespace orch {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Per thread: the policy belongs to the thread whose connection it governs (a
+// process's other threads, such as the metrics server, keep their own
+// connection and the default, zero grace).
+OutagePolicy& policy_slot()
+{
+    thread_local OutagePolicy policy;
+    return policy;
+}
+
+bool stop_pending(int fd)
+{
+    if (fd < 0) {
+        return false;
+    }
+    pollfd p{fd, POLLIN, 0};
+    return ::poll(&p, 1, 0) > 0 && (p.revents & POLLIN) != 0;
+}
+
+// Sleeps `d`, or less when the stop fd becomes readable.
+void pause(int stop_fd, std::chrono::milliseconds d)
+{
+    if (stop_fd < 0) {
+        std::this_thread::sleep_for(d);
+        return;
+    }
+    pollfd p{stop_fd, POLLIN, 0};
+    const int rc = ::poll(&p, 1, static_cast<int>(d.count()));
+    if (rc < 0 && errno != EINTR) {
+        std::this_thread::sleep_for(d);
+    }
+}
+
+// Set when an outage outlasted the grace; cleared when the connection is back.
+thread_local bool g_gave_up = false;
+thread_local std::optional<Clock::time_point> g_last_reconnect;
+thread_local int g_deferred = 0;
+
+// The connection is back: noted, and what the server forgot restored.
+void reconnected(const OutagePolicy& policy)
+{
+    g_gave_up = false;
+    g_last_reconnect = Clock::now();
+    if (policy.on_reconnect) {
+        policy.on_reconnect();
+    }
+}
+
+// Whether `conn` answers; libpqxx reconnects a broken connection when a
+// transaction starts on it.
+bool probe(pqxx::connection& conn)
+{
+    try {
+        pqxx::nontransaction(conn).exec("SELECT 1");
+        return true;
+    } catch (const pqxx::broken_connection&) {
+        return false;
+    } catch (const pqxx::sql_error&) {
+        return false; // up, but not accepting queries yet (starting, in recovery)
+    }
+}
+
+std::string ms(Clock::duration d)
+{
+    return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
+}
+
+} // namespace
+
+void set_outage_policy(OutagePolicy policy)
+{
+    policy_slot() = std::move(policy);
+}
+
+const OutagePolicy& outage_policy()
+{
+    return policy_slot();
+}
+
+OutageWaitsDeferred::OutageWaitsDeferred()
+{
+    ++g_deferred;
+}
+
+OutageWaitsDeferred::~OutageWaitsDeferred()
+{
+    --g_deferred;
+}
+
+bool outage_waits_deferred()
+{
+    return g_deferred > 0;
+}
+
+std::optional<Clock::time_point> last_reconnect()
+{
+    return g_last_reconnect;
+}
+
+std::chrono::milliseconds outage_grace_from_env()
+{
+    return std::chrono::seconds(read_setting(setting::db_outage_grace));
+}
+
+void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
+{
+    // Called from the handler of `lost`: rethrown as what it is, not as a failure.
+    const auto rethrow = [&lost, current = std::current_exception()] {
+        if (current) {
+            std::rethrow_exception(current);
+        }
+        throw pqxx::broken_connection(lost.what());
+    };
+    const auto& policy = outage_policy();
+    if (policy.grace.count() <= 0 || g_deferred > 0 || stop_pending(policy.stop_fd)) {
+        rethrow();
+    }
+    if (g_gave_up) {
+        // The process is on its way out (a caller swallowed the first give-up):
+        // one look, not another grace.
+        if (!probe(conn)) {
+            rethrow();
+        }
+        log::info("database connection back");
+        reconnected(policy);
+        return;
+    }
+    const auto since = Clock::now();
+    const auto give_up = since + policy.grace;
+    std::string reason = lost.what();
+    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) {
+        reason.pop_back();
+    }
+    log::warn("lost the database connection; waiting for it, processes keep running",
+              {{"error", reason}, {"grace_ms", std::to_string(policy.grace.count())}});
+    auto interval = std::chrono::milliseconds(50);
+    int attempts = 0;
+    for (;;) {
+        const auto now = Clock::now();
+        if (now >= give_up) {
+            log::error("the database stayed unreachable past the outage grace",
+                       {{"waited_ms", ms(now - since)}, {"attempts", std::to_string(attempts)}});
+            g_gave_up = true;
+            rethrow();
+        }
+        pause(policy.stop_fd, std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(give_up - now)));
+        if (stop_pending(policy.stop_fd)) {
+            log::warn("stop requested while the database is unreachable", {{"waited_ms", ms(Clock::now() - since)}});
+            rethrow();
+        }
+        if (policy.while_waiting) {
+            policy.while_waiting();
+        }
+        interval = std::min(interval * 2, std::chrono::milliseconds(1000));
+        ++attempts;
+        if (!probe(conn)) {
+            continue;
+        }
+        log::info("database connection back", {{"down_ms", ms(Clock::now() - since)},
+                                                {"attempts", std::to_string(attempts)}});
+        reconnected(policy);
+        return;
+    }
+}
+
+} // namespace orch

@@ -1,0 +1,91 @@
+#pragma once
+
+#include <pqxx/pqxx>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <utility>
+
+// Riding out a PostgreSQL outage: a server restart, a failover, a network cut.
+// Supervising processes does not need the database, so a worker that loses its
+// connection need not tear down what runs and have it all run again: it waits
+// for the server, its children running on, and retries the operation that met
+// the loss on the same connection object, which libpqxx reconnects (prepared
+// statements are prepared again on first use, LISTENs are re-issued). Only when
+// the outage outlasts the grace (DB_OUTAGE_GRACE), or a stop signal arrives
+// meanwhile, does the loss propagate: the process exits 4 and recovery cleans
+// up after it, as before (crash-only).
+namespace orch {
+
+struct OutagePolicy {
+    // How long after the loss reconnecting is tried. Zero: the loss propagates at once.
+    std::chrono::milliseconds grace{0};
+    // Readable when the process is asked to stop (StopSignals::fd); -1 for none.
+    // Only looked at, never read: the owner's loop still sees the signal.
+    int stop_fd = -1;
+    // Called between reconnect attempts (a systemd watchdog keep-alive); must not
+    // use the database. May be empty.
+    std::function<void()> while_waiting;
+    // Called once the connection is back, before the operation is retried:
+    // restores what the server kept per session (the orchestrator's advisory
+    // lock). May use the connection; what it throws propagates. May be empty.
+    std::function<void()> on_reconnect;
+};
+
+// The calling thread's policy; each executable sets it at start for its main
+// thread, which owns the process's connection. Before that, and in every
+// thread that never sets one, the grace is zero.
+void set_outage_policy(OutagePolicy policy);
+const OutagePolicy& outage_policy();
+
+// While one exists on a thread, its losses are not waited for: await_reconnect
+// rethrows at once. For work that must keep its own time whatever the database
+// does, such as a teardown's deadlines (Supervisor::wait and teardown, which
+// hold what they cannot write and write it later). Nests.
+class OutageWaitsDeferred {
+public:
+    OutageWaitsDeferred();
+    ~OutageWaitsDeferred();
+    OutageWaitsDeferred(const OutageWaitsDeferred&) = delete;
+    OutageWaitsDeferred& operator=(const OutageWaitsDeferred&) = delete;
+};
+bool outage_waits_deferred();
+
+// When the calling thread's connection last came back from an outage; nullopt
+// if it never did. A lease holder renews once it is back: until a lease's TTL
+// has passed since then, an expired lease is no sign of a stalled holder.
+std::optional<std::chrono::steady_clock::time_point> last_reconnect();
+
+// The grace from DB_OUTAGE_GRACE (settings.hpp). Throws ConfigError.
+std::chrono::milliseconds outage_grace_from_env();
+
+// Blocks until `conn` answers a query again, after an operation on it threw
+// `lost`. Tries at growing intervals (50 ms up to 1 s). Rethrows `lost` when the
+// policy's grace has passed since the loss (zero grace: at once) or its stop fd
+// is readable. Logs the outage once, and its end.
+void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost);
+
+// Runs `op`; when it throws pqxx::broken_connection (or pqxx::in_doubt_error),
+// waits for the connection (await_reconnect) and runs it again. `op` must be
+// safe to run again: it opens its own transaction (no transaction may be open
+// on `conn`), and what it writes is idempotent or was not committed. A
+// statement the server broke off did not commit; only a server that died
+// between a commit and its reply leaves the commit in doubt, and those
+// statements that are not idempotent then meet their own fencing (a seal finds
+// its lease gone, an insert its key taken) as after a crash.
+template <typename Op>
+auto ride_out(pqxx::connection& conn, Op&& op) -> decltype(op())
+{
+    for (;;) {
+        try {
+            return op();
+        } catch (const pqxx::broken_connection& e) {
+            await_reconnect(conn, e);
+        } catch (const pqxx::in_doubt_error& e) {
+            await_reconnect(conn, e);
+        }
+    }
+}
+
+} // namespace orch
