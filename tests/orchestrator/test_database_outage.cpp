@@ -1,0 +1,161 @@
+// A PostgreSQL outage while a crawl runs (common/database_outage.hpp): within
+// DB_OUTAGE_GRACE every process waits for the server, its children running on,
+// and nothing runs twice; past it they exit 4, and the next run finishes the
+// crawl. The server is a private cluster of the test's own (restarting the
+// shared test cluster would cut every other test's connections).
+#include "tests/chaos/pg_control.hpp"
+#include "tests/orchestrator/orch_fixture.hpp"
+#include "tests/support/command_runner.hpp"
+
+#include <catch2/catch.hpp>
+
+#include <pqxx/pqxx>
+
+#include <sys/stat.h>
+
+#include <map>
+#include <set>
+#include <thread>
+
+using namespace orch::test;
+namespace fs = std::filesystem;
+
+namespace {
+
+// The test's own cluster under `data` (`orchestrator db start`), stopped however the test ends.
+class PrivateCluster {
+public:
+    explicit PrivateCluster(fs::path data) : m_data(std::move(data))
+    {
+        auto r = run_command({bin_path("orchestrator").string(), "db", "start", "--data-dir", m_data.string(),
+                              "--log-level", "warn"},
+                             k_no_db);
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        m_conninfo = r.out.substr(0, r.out.find('\n'));
+    }
+    ~PrivateCluster()
+    {
+        try {
+            orch::chaos::PgControl pg(m_data);
+            if (pg.available() && !pg.running()) {
+                pg.start(); // `db stop` stops a running cluster only
+            }
+            run_command({bin_path("orchestrator").string(), "db", "stop", "--data-dir", m_data.string()}, k_no_db);
+        } catch (const std::exception& e) {
+            std::fprintf(stderr, "warning: could not stop the cluster in %s: %s\n", m_data.c_str(), e.what());
+        }
+    }
+    PrivateCluster(const PrivateCluster&) = delete;
+    PrivateCluster& operator=(const PrivateCluster&) = delete;
+
+    const std::string& conninfo() const { return m_conninfo; }
+    long count(const std::string& sql) const
+    {
+        pqxx::connection conn(m_conninfo);
+        return pqxx::nontransaction(conn).exec1(sql)[0].as<long>();
+    }
+
+private:
+    static inline const std::map<std::string, std::string> k_no_db{{"DATABASE_URL", ""}, {"TEST_DATABASE_URL", ""}};
+    fs::path m_data;
+    std::string m_conninfo;
+};
+
+// A crawl of `urls` whose one hook sleeps 1.5 s, added to the private cluster; the
+// orchestrator is then started on it with `grace` as DB_OUTAGE_GRACE.
+struct OutageRun {
+    OrchFixture f;
+    fs::path data;
+    std::unique_ptr<PrivateCluster> cluster;
+
+    OutageRun()
+    {
+        ::chmod(f.root.path().c_str(), 0755); // as root the server runs as `postgres`, which must reach it
+        data = f.root.path() / "outage-data";
+        fs::create_directories(data);
+        cluster = std::make_unique<PrivateCluster>(data);
+        f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 1.5);
+        auto r = run_command({bin_path("orchestrator").string(), "add", "--database-url", cluster->conninfo(),
+                              "--data-dir", data.string(), "http://site.test/1", "http://site.test/2",
+                              "http://site.test/3", "http://site.test/4"});
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+    }
+
+    std::unique_ptr<SpawnedProcess> start(const std::string& grace)
+    {
+        return std::make_unique<SpawnedProcess>(
+            std::vector<std::string>{bin_path("orchestrator").string(), "--database-url", cluster->conninfo(),
+                                     "--data-dir", data.string(), "--machine-id", "machine-outage",
+                                     "--max-snapshot-workers", "4"},
+            f.env({{"DB_OUTAGE_GRACE", grace}}));
+    }
+
+    // Waits until every hook has started (each is then mid-sleep).
+    void wait_hooks_running()
+    {
+        REQUIRE(eventually([&] { return f.hook_runs().size() >= 4; }, std::chrono::seconds(30)));
+    }
+};
+
+} // namespace
+
+TEST_CASE("a PostgreSQL restart mid-crawl is ridden out: hooks run on - none runs twice - all exit 0", "[outage]")
+{
+    OutageRun run;
+    auto orchestrator = run.start("30");
+    run.wait_hooks_running();
+
+    orch::chaos::PgControl pg(run.data);
+    REQUIRE(pg.available());
+    REQUIRE(pg.restart());
+
+    REQUIRE(orchestrator->wait_for(std::chrono::seconds(60)));
+    INFO(describe(*orchestrator));
+    CHECK(orchestrator->exit_code() == 0);
+    CHECK(orchestrator->err().find("lost the database connection") != std::string::npos);
+    CHECK(orchestrator->err().find("database connection back") != std::string::npos);
+
+    // One run per snapshot, each finished; every row closed, no worker exit 4.
+    const auto runs = run.f.hook_runs();
+    std::set<std::string> snapshots;
+    for (const auto& r : runs) {
+        CHECK(r.end.has_value());
+        snapshots.insert(r.snapshot);
+    }
+    CHECK(runs.size() == 4);
+    CHECK(snapshots.size() == 4);
+    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
+    CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE process_type = 'hook'") == 4);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE exit_code <> 0") == 0);
+}
+
+TEST_CASE("an outage longer than DB_OUTAGE_GRACE ends the run with exit 4 - and the next run finishes the crawl",
+          "[outage]")
+{
+    OutageRun run;
+    auto orchestrator = run.start("1");
+    run.wait_hooks_running();
+
+    orch::chaos::PgControl pg(run.data);
+    REQUIRE(pg.available());
+    REQUIRE(pg.stop());
+    REQUIRE(orchestrator->wait_for(std::chrono::seconds(30)));
+    INFO(describe(*orchestrator));
+    CHECK(orchestrator->exit_code() == 4);
+    CHECK(orchestrator->err().find("past the outage grace") != std::string::npos);
+    REQUIRE(pg.start());
+
+    // Crash-only from here: the next run's recovery closes what the first left and
+    // finishes the crawl (the hooks the outage interrupted run again).
+    auto second = run.start("30");
+    REQUIRE(second->wait_for(std::chrono::seconds(60)));
+    INFO(describe(*second));
+    CHECK(second->exit_code() == 0);
+    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
+    CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+}
