@@ -83,8 +83,10 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
         if (auto done = m_done.find(row_id); done != m_done.end()) {
             auto outcome = done->second;
             m_done.erase(done);
-            send_held_exits();
-            settle_write();
+            deferrable([this] {
+                send_held_exits();
+                settle_write();
+            });
             return outcome;
         }
         tree = find(row_id);
@@ -254,8 +256,10 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
             m_done.erase(done);
         }
     }
-    send_held_exits();
-    settle_write();
+    deferrable([this] {
+        send_held_exits();
+        settle_write();
+    });
     log::info("teardown complete", {{"trees", std::to_string(entries.size())}, {"elapsed_ms", ms(Clock::now() - t0)}});
     return outcomes;
 }
