@@ -61,9 +61,12 @@ std::optional<std::chrono::steady_clock::time_point> last_reconnect();
 std::chrono::milliseconds outage_grace_from_env();
 
 // Blocks until `conn` answers a query again, after an operation on it threw
-// `lost`. Tries at growing intervals (50 ms up to 1 s). Rethrows `lost` when the
-// policy's grace has passed since the loss (zero grace: at once) or its stop fd
-// is readable. Logs the outage once, and its end.
+// `lost`; call it from the handler of `lost`. Tries at growing intervals (50 ms
+// up to 1 s). Rethrows `lost` when the policy's grace has passed since the loss
+// (zero grace: at once), its stop fd is readable, or under OutageWaitsDeferred;
+// after one give-up, further losses get one look, not another grace. Logs the
+// outage once, and its end. While it blocks the caller acts on nothing else:
+// its children run on, and their exits and timeouts are handled after it.
 void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost);
 
 // Runs `op`; when it throws pqxx::broken_connection (or pqxx::in_doubt_error),
