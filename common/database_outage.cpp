@@ -54,13 +54,21 @@ thread_local std::optional<Clock::time_point> g_last_reconnect;
 thread_local int g_deferred = 0;
 
 // The connection is back: noted, and what the server forgot restored.
-void reconnected(const OutagePolicy& policy)
+void reconnected(const OutagePolicy& policy, Clock::time_point since, const std::string& error)
 {
     g_gave_up = false;
     g_last_reconnect = Clock::now();
     if (policy.on_reconnect) {
-        policy.on_reconnect();
+        policy.on_reconnect(std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - since), error);
     }
+}
+
+std::string trimmed(std::string text)
+{
+    while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) {
+        text.pop_back();
+    }
+    return text;
 }
 
 // Whether `conn` answers; libpqxx reconnects a broken connection when a
@@ -139,15 +147,12 @@ void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
             rethrow();
         }
         log::info("database connection back");
-        reconnected(policy);
+        reconnected(policy, Clock::now(), trimmed(lost.what()));
         return;
     }
     const auto since = Clock::now();
     const auto give_up = since + policy.grace;
-    std::string reason = lost.what();
-    while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) {
-        reason.pop_back();
-    }
+    const std::string reason = trimmed(lost.what());
     log::warn("lost the database connection; waiting for it, processes keep running",
               {{"error", reason}, {"grace_ms", std::to_string(policy.grace.count())}});
     auto interval = std::chrono::milliseconds(50);
@@ -175,7 +180,7 @@ void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
         }
         log::info("database connection back", {{"down_ms", ms(Clock::now() - since)},
                                                 {"attempts", std::to_string(attempts)}});
-        reconnected(policy);
+        reconnected(policy, since, reason);
         return;
     }
 }

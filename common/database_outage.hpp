@@ -5,6 +5,7 @@
 #include <chrono>
 #include <functional>
 #include <optional>
+#include <string>
 #include <utility>
 
 // Riding out a PostgreSQL outage: a server restart, a failover, a network cut.
@@ -27,10 +28,12 @@ struct OutagePolicy {
     // Called between reconnect attempts (a systemd watchdog keep-alive); must not
     // use the database. May be empty.
     std::function<void()> while_waiting;
-    // Called once the connection is back, before the operation is retried:
-    // restores what the server kept per session (the orchestrator's advisory
-    // lock). May use the connection; what it throws propagates. May be empty.
-    std::function<void()> on_reconnect;
+    // Called once the connection is back, before the operation is retried,
+    // with how long it was gone (measured from the loss this wait began with)
+    // and the error that began it: restores what the server kept per session
+    // (the orchestrator's advisory lock) and may journal the outage. May use the
+    // connection; what it throws propagates. May be empty.
+    std::function<void(std::chrono::milliseconds down, const std::string& error)> on_reconnect;
 };
 
 // The calling thread's policy; each executable sets it at start for its main

@@ -94,12 +94,20 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // workers running on. The server forgot our gate with the session: taken
     // again first, and should another orchestrator hold it by then, we stop as
     // if asked to (SIGTERM to ourselves: the loop winds down as on any stop).
-    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, [&gate] {
+    // The outage is journaled once per machine, by us (workers only log it).
+    set_outage_policy({outage_grace_from_env(), stop.fd(), {},
+                       [&gate, &conn, self_id = self.id](std::chrono::milliseconds down, const std::string& error) {
                            if (!gate.try_acquire()) {
                                log::error("another orchestrator took the gate while the database was unreachable; "
                                           "stopping");
                                ::kill(::getpid(), SIGTERM);
                            }
+                           Event outage{"database.outage",
+                                        fmt::format("database unreachable for {} ms; ridden out, workers kept running",
+                                                    down.count())};
+                           outage.process_id = self_id;
+                           outage.detail = {{"down_ms", down.count()}, {"error", error}};
+                           record_event(conn, "orchestrator", outage);
                        }});
     OrchestratorLoop orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
     auto record_stop = [&](int exit_code, const std::string& why) {

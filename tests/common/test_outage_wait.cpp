@@ -77,7 +77,12 @@ TEST_CASE("outage: a lost connection is waited for and the statement retried on 
     ScratchDatabase db;
     auto conn = db.connect();
     Outage outage(db);
-    PolicyScope policy({10s, -1, {}, {}});
+    std::chrono::milliseconds reported{-1};
+    std::string reported_error;
+    PolicyScope policy({10s, -1, {}, [&](std::chrono::milliseconds down, const std::string& error) {
+                            reported = down;
+                            reported_error = error;
+                        }});
     REQUIRE(select_one(*conn) == 1); // prepared before the outage, prepared again after it
     const auto before = last_reconnect();
 
@@ -96,6 +101,10 @@ TEST_CASE("outage: a lost connection is waited for and the statement retried on 
     CHECK(waited < 5.0);
     REQUIRE(last_reconnect().has_value());
     CHECK(last_reconnect() != before);
+    // Told once it was back, with how long it was gone and why.
+    CHECK(reported >= 500ms);
+    CHECK(reported.count() <= static_cast<long>(waited * 1000) + 1);
+    CHECK(!reported_error.empty());
 }
 
 TEST_CASE("outage: past the grace - with a stop pending - or with no grace the loss propagates", "[outage]")

@@ -131,6 +131,9 @@ TEST_CASE("a PostgreSQL restart mid-crawl is ridden out: hooks run on - none run
     CHECK(run.cluster->count("SELECT count(*) FROM process WHERE process_type = 'hook'") == 4);
     CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
     CHECK(run.cluster->count("SELECT count(*) FROM process WHERE exit_code <> 0") == 0);
+    // Journaled once, by the orchestrator, with how long it lasted.
+    CHECK(run.cluster->count("SELECT count(*) FROM event WHERE kind = 'database.outage' "
+                             "AND actor = 'orchestrator' AND (detail->>'down_ms')::int > 0") == 1);
 }
 
 TEST_CASE("an outage longer than DB_OUTAGE_GRACE ends the run with exit 4 - and the next run finishes the crawl",
