@@ -149,14 +149,17 @@ public:
     // (default: the request's timeout_s; none = forever) when it escalates:
     // SIGTERM+SIGCONT to the leader, `grace` (default teardown_grace), then
     // SIGKILL of the whole tree. Leftovers of a leader that exited are
-    // killed. Throws std::out_of_range for an unknown row.
+    // killed. Throws std::out_of_range for an unknown row. Never waits for the
+    // database: through an outage the deadlines keep their time and the exits
+    // it cannot write stay held (database_outage.hpp, OutageWaitsDeferred).
     ProcessOutcome wait(const std::string& row_id,
                         std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                         std::optional<std::chrono::milliseconds> grace = std::nullopt);
 
     // Three-phase teardown of the given trees (all tracked ones if empty), in
     // parallel. Each tree gets deadline = min(remaining timeout, grace);
-    // blocks until every tree is gone or given up on. Rows get the outcome.
+    // blocks until every tree is gone or given up on. Rows get the outcome
+    // (held through a database outage, as in wait()).
     std::vector<ProcessOutcome> teardown(const std::vector<std::string>& row_ids = {},
                                          std::optional<std::chrono::milliseconds> grace = std::nullopt,
                                          TermTarget term_target = TermTarget::leader);
@@ -165,7 +168,8 @@ public:
     int epoll_fd() const noexcept { return m_epoll.get(); }
     // Reaps exited processes (own and adopted), records outcomes (a hook's
     // exit is held: see take_held_exits), writes what is due, heartbeats when
-    // due. Never blocks on anything but the database.
+    // due. Never blocks on anything but the database (through an outage, up
+    // to DB_OUTAGE_GRACE: database_outage.hpp).
     void process_events();
     // Outcomes of trees that ended on their own since the last call.
     std::vector<ProcessOutcome> take_finished();
@@ -319,12 +323,10 @@ private:
     // settles it first, and no public member returns with it unsettled, so the
     // owner always finds the connection idle.
     std::optional<PendingStatement> m_in_flight;
-    // Waits for m_in_flight. Throws what PendingStatement::finish throws.
+    // Waits for m_in_flight. A lost connection is waited for (held exits held
+    // again meanwhile), except under OutageWaitsDeferred, where it returns with
+    // them held; otherwise throws what PendingStatement::finish throws.
     void settle_write();
-    // Drains m_in_flight (ignoring its outcome) when a member that let it
-    // run on leaves by an exception, so the owner still finds the connection idle.
-    // The held exits it carried are held again: its outcome is unknown, and
-    // writing an exit twice is harmless where losing it is not.
     // Runs a step that writes rows. Under OutageWaitsDeferred (wait(),
     // teardown()) a lost connection is not waited for: what the step would have
     // written stays held (exits, running writes, the heartbeat's due time) for a
@@ -341,6 +343,10 @@ private:
             }
         }
     }
+    // Drains m_in_flight (ignoring its outcome) when a member that let it
+    // run on leaves by an exception, so the owner still finds the connection idle.
+    // The held exits it carried are held again: its outcome is unknown, and
+    // writing an exit twice is harmless where losing it is not.
     struct InFlightGuard {
         Supervisor& supervisor;
         int exceptions = std::uncaught_exceptions();
