@@ -1,5 +1,6 @@
 #include "common/database.hpp"
 
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 
 #include <fmt/format.h>
@@ -9,7 +10,7 @@ namespace orch {
 std::unique_ptr<pqxx::connection> open_connection(const std::string& conninfo)
 {
     try {
-        return std::make_unique<pqxx::connection>(conninfo);
+        return connect_through_outage([&conninfo] { return std::make_unique<pqxx::connection>(conninfo); });
     } catch (const pqxx::broken_connection& e) {
         std::string reason = e.what();
         while (!reason.empty() && (reason.back() == '\n' || reason.back() == ' ')) {

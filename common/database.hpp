@@ -40,7 +40,9 @@ private:
     std::string m_conninfo;
 };
 
-// Opens a libpq connection, mapping failures to DatabaseUnavailable with a clear message.
+// Opens a libpq connection, mapping failures to DatabaseUnavailable with a clear
+// message; a refusal is retried for as long as the calling thread's outage
+// policy says (connect_through_outage: none by default).
 std::unique_ptr<pqxx::connection> open_connection(const std::string& conninfo);
 
 } // namespace orch

@@ -127,6 +127,36 @@ std::chrono::milliseconds outage_grace_from_env()
     return std::chrono::seconds(read_setting(setting::db_outage_grace));
 }
 
+std::unique_ptr<pqxx::connection>
+connect_through_outage(const std::function<std::unique_ptr<pqxx::connection>()>& connect)
+{
+    const auto& policy = outage_policy();
+    const auto since = Clock::now();
+    auto interval = std::chrono::milliseconds(50);
+    for (int attempts = 1;; ++attempts) {
+        try {
+            auto conn = connect();
+            if (attempts > 1) {
+                log::info("database reachable", {{"waited_ms", ms(Clock::now() - since)},
+                                                 {"attempts", std::to_string(attempts)}});
+            }
+            return conn;
+        } catch (const pqxx::broken_connection& e) {
+            const auto now = Clock::now();
+            if (policy.grace.count() <= 0 || now >= since + policy.grace || stop_pending(policy.stop_fd)) {
+                throw;
+            }
+            if (attempts == 1) {
+                log::warn("cannot reach the database; waiting for it",
+                          {{"error", trimmed(e.what())}, {"grace_ms", std::to_string(policy.grace.count())}});
+            }
+            pause(policy.stop_fd,
+                  std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(since + policy.grace - now)));
+            interval = std::min(interval * 2, std::chrono::milliseconds(1000));
+        }
+    }
+}
+
 void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
 {
     // Called from the handler of `lost`: rethrown as what it is, not as a failure.

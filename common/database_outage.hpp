@@ -4,6 +4,7 @@
 
 #include <chrono>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -71,6 +72,15 @@ std::chrono::milliseconds outage_grace_from_env();
 // outage once, and its end. While it blocks the caller acts on nothing else:
 // its children run on, and their exits and timeouts are handled after it.
 void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost);
+
+// Opens a connection with `connect`, retrying as await_reconnect does while
+// it throws pqxx::broken_connection (the server refuses or is gone), under the
+// same policy: rethrows once the grace has passed since the first refusal,
+// when a stop is pending, or at once with zero grace. For a process whose
+// parent was connected a moment ago, so that a refusal is an outage and not a
+// wrong URL (a worker spawned by a supervisor).
+std::unique_ptr<pqxx::connection>
+connect_through_outage(const std::function<std::unique_ptr<pqxx::connection>()>& connect);
 
 // Runs `op`; when it throws pqxx::broken_connection (or pqxx::in_doubt_error),
 // waits for the connection (await_reconnect) and runs it again. `op` must be

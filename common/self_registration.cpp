@@ -107,6 +107,11 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
     return SelfRow{row.id, true, std::nullopt};
 }
 
+bool started_by_supervisor()
+{
+    return env_value(k_process_id_env_var).has_value();
+}
+
 void close_self(pqxx::connection& conn, const SelfRow& self, int exit_code)
 {
     if (!self.owned) {

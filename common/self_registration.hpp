@@ -31,6 +31,10 @@ struct SelfRow {
 // for this process with its OS identity. Throws NotFound for an unknown adopt id.
 SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registration);
 
+// Whether a supervisor of ours started this process: it gave us our row id
+// (ORCH_PROCESS_ID), which only a supervisor's spawn of a worker does.
+bool started_by_supervisor();
+
 // Closes a row we inserted ourselves, with our exit code. No-op for adopted rows.
 void close_self(pqxx::connection& conn, const SelfRow& self, int exit_code);
 

@@ -99,6 +99,12 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         adopt = require_uuid(options.process_id, "process id");
     }
     StopSignals stop;
+    // Spawned by a supervisor, whose connection worked a moment ago: a server
+    // that refuses us is in an outage, not a wrong URL, and is waited for like
+    // one (database_outage.hpp). Run by hand, a refusal ends the run at once.
+    if (started_by_supervisor()) {
+        set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
+    }
     auto data_dir = prepare_data_dir(common);
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();

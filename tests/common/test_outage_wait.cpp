@@ -3,6 +3,8 @@
 // terminated, which breaks the connection and every reconnect until healed,
 // and touches no other test's database.
 #include "common/autocommit_statement.hpp"
+#include "common/database.hpp"
+#include "common/errors.hpp"
 #include "common/database_outage.hpp"
 #include "tests/common/supervision_fixture.hpp"
 
@@ -148,6 +150,32 @@ TEST_CASE("outage: past the grace - with a stop pending - or with no grace the l
         CHECK_THROWS_AS(select_one(*conn), pqxx::broken_connection);
         CHECK(seconds_since(t0) < 1.0);
     }
+}
+
+TEST_CASE("outage: a refused first connection is waited for under a policy - refused at once without one",
+          "[outage]")
+{
+    ScratchDatabase db;
+    Outage outage(db);
+    outage.cut();
+    auto t0 = Clock::now();
+    CHECK_THROWS_AS(open_connection(db.url()), DatabaseUnavailable); // a worker run by hand: no policy
+    CHECK(seconds_since(t0) < 1.0);
+
+    PolicyScope policy({10s, -1, {}, {}}); // a worker a supervisor started
+    std::thread healer([&] {
+        std::this_thread::sleep_for(600ms);
+        outage.heal();
+    });
+    t0 = Clock::now();
+    std::unique_ptr<pqxx::connection> conn;
+    CHECK_NOTHROW(conn = open_connection(db.url()));
+    const double waited = seconds_since(t0);
+    healer.join();
+    REQUIRE(conn);
+    CHECK(select_one(*conn) == 1);
+    CHECK(waited >= 0.5);
+    CHECK(waited < 5.0);
 }
 
 TEST_CASE("outage: a teardown keeps its deadlines - the exits it could not write are written once the database is back",

@@ -245,7 +245,9 @@ TEST_CASE("a database error mid-teardown still kills every tree - none outlives 
     {
         Supervisor sup(*fx.conn, fx.options(fallback));
         // The polite tree's exit is written during the teardown, on a connection
-        // that is gone: that write throws between SIGTERM and SIGKILL.
+        // that is gone, between SIGTERM and SIGKILL: the teardown holds it and
+        // goes on (it never waits for the database); the destructor's own
+        // write after it fails.
         const auto polite = sup.launch(fx.request({"sh", "-c", "echo ready; while :; do sleep 0.1; done"}, "polite"));
         const auto deaf = sup.launch(fx.request(
             {"sh", "-c", std::string("setsid sh -c \"") + k_deaf + "\" & " + k_deaf}, "deaf"));
