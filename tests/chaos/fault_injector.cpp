@@ -173,13 +173,17 @@ FaultReport FaultInjector::inject(FaultKind kind, pid_t orchestrator_pid)
         bool ok = m_pg.restart();
         return {ok, ok ? "pg_ctl restart" : "pg_ctl restart failed: " + m_pg.last_error()};
     }
-    case FaultKind::pg_stop: {
+    case FaultKind::pg_stop:
+    case FaultKind::pg_past_grace: {
         if (!m_pg.stop()) {
             return {false, "pg_ctl stop failed: " + m_pg.last_error()};
         }
         sleep_s(m_pg_down_seconds);
         bool up = m_pg.start();
         return {true, "PostgreSQL down for " + std::to_string(m_pg_down_seconds) + " s" +
+                          (kind == FaultKind::pg_past_grace
+                               ? " (DB_OUTAGE_GRACE " + std::to_string(k_past_grace_s) + " s)"
+                               : "") +
                           (up ? "" : " (start FAILED: " + m_pg.last_error() + ")")};
     }
     case FaultKind::disk_full:

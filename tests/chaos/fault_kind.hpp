@@ -14,7 +14,8 @@ enum class FaultKind {
     kill_hook,
     stop_worker,        // SIGSTOP a worker past its lease, then SIGCONT
     pg_restart,         // pg_ctl restart of the trial's own cluster
-    pg_stop,            // server down for ~10 s (shorter in quick mode)
+    pg_stop,            // server down for ~10 s (shorter in quick mode), within DB_OUTAGE_GRACE
+    pg_past_grace,      // the same with DB_OUTAGE_GRACE at 2 s: everything exits 4 (crash-only)
     disk_full,          // the data directory (a small tmpfs) fills up
     pause_resume,       // an operator pauses the crawl (CLI), then resumes it 0-3 s later
     hook_flood,         // a hook floods stdout (huge line + many lines)
@@ -23,6 +24,10 @@ enum class FaultKind {
     hook_setsid,        // a hook double-forks + setsid (also with env cleared)
     hook_hang,          // a hook never exits
 };
+
+// DB_OUTAGE_GRACE (s) of the processes under a pg_past_grace fault: shorter than
+// the outage (5 s quick, 10 s full).
+inline constexpr int k_past_grace_s = 2;
 
 const std::vector<FaultKind>& all_fault_kinds();
 std::string to_string(FaultKind kind);

@@ -151,13 +151,18 @@ TrialResult run_trial(const TrialOptions& o)
     SealWatch watch(sandbox.db_url(), crawl, polite);
 
     // Phase 1: the system under fault.
-    auto first = sandbox.start_orchestrator(res.daemon);
+    test::EnvChanges first_env;
+    if (o.kind == FaultKind::pg_past_grace) {
+        first_env["DB_OUTAGE_GRACE"] = std::to_string(k_past_grace_s);
+    }
+    auto first = sandbox.start_orchestrator(res.daemon, first_env);
     if (!is_hostile_hook(o.kind)) {
         const double fraction = std::uniform_real_distribution<double>(0.0, 0.6)(rng);
         std::this_thread::sleep_for(std::chrono::milliseconds(300)); // the tree is up
         wait_for_progress(sandbox.db_url(), crawl, res.urls, fraction, std::chrono::seconds(10));
     }
     auto fault_at = Clock::now();
+    const bool running_at_fault = !first->exited();
     auto report = injector.inject(o.kind, first->pid());
     res.injected = report.injected;
     res.detail = report.detail + (polite ? "; crawl with --max-per-host " + std::to_string(k_polite_max_per_host) +
@@ -213,7 +218,8 @@ TrialResult run_trial(const TrialOptions& o)
         // The server is away for less than DB_OUTAGE_GRACE (30 s by default): every
         // process waits for it with its children running on, so the first
         // orchestrator ends as it would have without the fault, and nothing runs twice.
-        if (needs_own_cluster(o.kind) && res.injected) {
+        const bool within_grace = o.kind == FaultKind::pg_restart || o.kind == FaultKind::pg_stop;
+        if (within_grace && res.injected) {
             if (first->exit_code() != 0) {
                 res.violations.push_back("ride_through: the orchestrator under the outage ended with " +
                                          exit_text(*first) + ", not 0");
@@ -221,6 +227,12 @@ TrialResult run_trial(const TrialOptions& o)
             for (const auto& note : inv.notes) {
                 res.violations.push_back("ride_through: " + note);
             }
+        }
+        // Past the grace the old crash-only path runs: every process exits 4
+        // (reruns are at-least-once notes), and phase 2 must find everything.
+        if (o.kind == FaultKind::pg_past_grace && res.injected && running_at_fault && first->exit_code() != 4) {
+            res.violations.push_back("crash_only: the orchestrator under an outage past DB_OUTAGE_GRACE ended with " +
+                                     exit_text(*first) + ", not 4");
         }
     } catch (const std::exception& e) {
         res.violations.push_back(std::string("check: ") + e.what());
