@@ -85,6 +85,37 @@ bool probe(pqxx::connection& conn)
     }
 }
 
+// How a wait for the server ended.
+enum class WaitEnd { answered, grace_over, stop_requested };
+
+// Calls `attempt` at 50 ms doubling to 1 s (the policy's while_waiting before
+// each) until it returns true, the grace counted from `since` has passed, or a
+// stop is pending. `attempts` counts the calls.
+WaitEnd wait_for_server(const OutagePolicy& policy, Clock::time_point since, int& attempts,
+                        const std::function<bool()>& attempt)
+{
+    const auto give_up = since + policy.grace;
+    auto interval = std::chrono::milliseconds(50);
+    for (;;) {
+        const auto now = Clock::now();
+        if (now >= give_up) {
+            return WaitEnd::grace_over;
+        }
+        pause(policy.stop_fd, std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(give_up - now)));
+        if (stop_pending(policy.stop_fd)) {
+            return WaitEnd::stop_requested;
+        }
+        if (policy.while_waiting) {
+            policy.while_waiting();
+        }
+        interval = std::min(interval * 2, std::chrono::milliseconds(1000));
+        ++attempts;
+        if (attempt()) {
+            return WaitEnd::answered;
+        }
+    }
+}
+
 std::string ms(Clock::duration d)
 {
     return std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(d).count());
@@ -131,30 +162,34 @@ std::unique_ptr<pqxx::connection>
 connect_through_outage(const std::function<std::unique_ptr<pqxx::connection>()>& connect)
 {
     const auto& policy = outage_policy();
-    const auto since = Clock::now();
-    auto interval = std::chrono::milliseconds(50);
-    for (int attempts = 1;; ++attempts) {
-        try {
-            auto conn = connect();
-            if (attempts > 1) {
-                log::info("database reachable", {{"waited_ms", ms(Clock::now() - since)},
-                                                 {"attempts", std::to_string(attempts)}});
-            }
-            return conn;
-        } catch (const pqxx::broken_connection& e) {
-            const auto now = Clock::now();
-            if (policy.grace.count() <= 0 || now >= since + policy.grace || stop_pending(policy.stop_fd)) {
-                throw;
-            }
-            if (attempts == 1) {
-                log::warn("cannot reach the database; waiting for it",
-                          {{"error", trimmed(e.what())}, {"grace_ms", std::to_string(policy.grace.count())}});
-            }
-            pause(policy.stop_fd,
-                  std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(since + policy.grace - now)));
-            interval = std::min(interval * 2, std::chrono::milliseconds(1000));
+    std::exception_ptr last;
+    try {
+        return connect();
+    } catch (const pqxx::broken_connection& e) {
+        if (policy.grace.count() <= 0 || stop_pending(policy.stop_fd)) {
+            throw;
         }
+        last = std::current_exception();
+        log::warn("cannot reach the database; waiting for it",
+                  {{"error", trimmed(e.what())}, {"grace_ms", std::to_string(policy.grace.count())}});
     }
+    const auto since = Clock::now();
+    int attempts = 1;
+    std::unique_ptr<pqxx::connection> conn;
+    const auto end = wait_for_server(policy, since, attempts, [&] {
+        try {
+            conn = connect();
+            return true;
+        } catch (const pqxx::broken_connection&) {
+            last = std::current_exception();
+            return false;
+        }
+    });
+    if (end != WaitEnd::answered) {
+        std::rethrow_exception(last);
+    }
+    log::info("database reachable", {{"waited_ms", ms(Clock::now() - since)}, {"attempts", std::to_string(attempts)}});
+    return conn;
 }
 
 void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
@@ -181,38 +216,26 @@ void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
         return;
     }
     const auto since = Clock::now();
-    const auto give_up = since + policy.grace;
     const std::string reason = trimmed(lost.what());
     log::warn("lost the database connection; waiting for it, processes keep running",
               {{"error", reason}, {"grace_ms", std::to_string(policy.grace.count())}});
-    auto interval = std::chrono::milliseconds(50);
     int attempts = 0;
-    for (;;) {
-        const auto now = Clock::now();
-        if (now >= give_up) {
-            log::error("the database stayed unreachable past the outage grace",
-                       {{"waited_ms", ms(now - since)}, {"attempts", std::to_string(attempts)}});
-            g_gave_up = true;
-            rethrow();
-        }
-        pause(policy.stop_fd, std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(give_up - now)));
-        if (stop_pending(policy.stop_fd)) {
-            log::warn("stop requested while the database is unreachable", {{"waited_ms", ms(Clock::now() - since)}});
-            rethrow();
-        }
-        if (policy.while_waiting) {
-            policy.while_waiting();
-        }
-        interval = std::min(interval * 2, std::chrono::milliseconds(1000));
-        ++attempts;
-        if (!probe(conn)) {
-            continue;
-        }
+    switch (wait_for_server(policy, since, attempts, [&] { return probe(conn); })) {
+    case WaitEnd::answered:
         log::info("database connection back", {{"down_ms", ms(Clock::now() - since)},
                                                 {"attempts", std::to_string(attempts)}});
         reconnected(policy, since, reason);
         return;
+    case WaitEnd::grace_over:
+        log::error("the database stayed unreachable past the outage grace",
+                   {{"waited_ms", ms(Clock::now() - since)}, {"attempts", std::to_string(attempts)}});
+        g_gave_up = true;
+        break;
+    case WaitEnd::stop_requested:
+        log::warn("stop requested while the database is unreachable", {{"waited_ms", ms(Clock::now() - since)}});
+        break;
     }
+    rethrow();
 }
 
 } // namespace orch
