@@ -128,7 +128,11 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
             finish(*tree, false);
             continue;
         }
-        wait_until(std::min({deadline, kill_at, give_up}));
+        // The next step's time: a step once taken is not waited for again
+        // (the deadline stays in the past through the grace).
+        wait_until(give_up != Clock::time_point::max()   ? give_up
+                   : kill_at != Clock::time_point::max() ? kill_at
+                                                         : deadline);
     }
 }
 
