@@ -10,6 +10,7 @@
 #include <exception>
 #include <string>
 #include <thread>
+#include <vector>
 
 namespace orch {
 namespace {
@@ -52,6 +53,19 @@ void pause(int stop_fd, std::chrono::milliseconds d)
 thread_local bool g_gave_up = false;
 thread_local std::optional<Clock::time_point> g_last_reconnect;
 thread_local int g_deferred = 0;
+thread_local std::vector<const OutageTask*> g_tasks;
+
+// Runs every registered task; the soonest time one wants to run again.
+std::optional<Clock::time_point> run_tasks()
+{
+    std::optional<Clock::time_point> next;
+    for (const auto* task : g_tasks) { // a task never registers or drops one
+        if (const auto due = task->run()) {
+            next = next ? std::min(*next, *due) : *due;
+        }
+    }
+    return next;
+}
 
 // The connection is back: noted, and what the server forgot restored.
 void reconnected(const OutagePolicy& policy, Clock::time_point since, const std::string& error)
@@ -90,20 +104,32 @@ enum class WaitEnd { answered, grace_over, stop_requested };
 
 // Calls `attempt` at 50 ms doubling to 1 s (the policy's while_waiting before
 // each) until it returns true, the grace counted from `since` has passed, or a
-// stop is pending. `attempts` counts the calls.
+// stop is pending; the OutageTasks run first, and whenever they are due in
+// between. `attempts` counts the calls.
 WaitEnd wait_for_server(const OutagePolicy& policy, Clock::time_point since, int& attempts,
                         const std::function<bool()>& attempt)
 {
     const auto give_up = since + policy.grace;
     auto interval = std::chrono::milliseconds(50);
+    auto next_attempt = Clock::now() + interval;
     for (;;) {
+        auto wake = std::min(next_attempt, give_up);
+        if (const auto due = run_tasks()) {
+            wake = std::min(wake, *due);
+        }
         const auto now = Clock::now();
         if (now >= give_up) {
             return WaitEnd::grace_over;
         }
-        pause(policy.stop_fd, std::min(interval, std::chrono::duration_cast<std::chrono::milliseconds>(give_up - now)));
+        // Rounded up, and 1 ms at least: woken a little late rather than
+        // spinning until a due time.
+        pause(policy.stop_fd, std::max(std::chrono::ceil<std::chrono::milliseconds>(wake - now),
+                                       std::chrono::milliseconds(1)));
         if (stop_pending(policy.stop_fd)) {
             return WaitEnd::stop_requested;
+        }
+        if (Clock::now() < next_attempt) {
+            continue; // woken for a task
         }
         if (policy.while_waiting) {
             policy.while_waiting();
@@ -113,6 +139,7 @@ WaitEnd wait_for_server(const OutagePolicy& policy, Clock::time_point since, int
         if (attempt()) {
             return WaitEnd::answered;
         }
+        next_attempt = Clock::now() + interval;
     }
 }
 
@@ -126,11 +153,32 @@ std::string ms(Clock::duration d)
 void set_outage_policy(OutagePolicy policy)
 {
     policy_slot() = std::move(policy);
+    g_gave_up = false;
 }
 
 const OutagePolicy& outage_policy()
 {
     return policy_slot();
+}
+
+OutageTask::OutageTask(Task task) : m_task(std::move(task))
+{
+    g_tasks.push_back(this);
+}
+
+OutageTask::~OutageTask()
+{
+    g_tasks.erase(std::remove(g_tasks.begin(), g_tasks.end(), this), g_tasks.end());
+}
+
+std::optional<Clock::time_point> OutageTask::run() const
+{
+    try {
+        return m_task();
+    } catch (const std::exception& e) {
+        log::warn("a task kept through the database outage failed", {{"error", e.what()}});
+        return std::nullopt;
+    }
 }
 
 OutageWaitsDeferred::OutageWaitsDeferred()

@@ -27,7 +27,8 @@ struct OutagePolicy {
     // Only looked at, never read: the owner's loop still sees the signal.
     int stop_fd = -1;
     // Called between reconnect attempts (a systemd watchdog keep-alive); must not
-    // use the database. May be empty.
+    // use the database. May be empty. Work that keeps its own time while the
+    // thread waits registers an OutageTask instead.
     std::function<void()> while_waiting;
     // Called once the connection is back, before the operation is retried,
     // with how long it was gone (measured from the loss this wait began with)
@@ -38,7 +39,8 @@ struct OutagePolicy {
 };
 
 // The calling thread's policy; each executable sets it at start for its main
-// thread, which owns the process's connection. Before that, and in every
+// thread, which owns the process's connection. Setting one also forgets an
+// earlier give-up (see await_reconnect). Before that, and in every
 // thread that never sets one, the grace is zero.
 void set_outage_policy(OutagePolicy policy);
 const OutagePolicy& outage_policy();
@@ -56,6 +58,30 @@ public:
 };
 bool outage_waits_deferred();
 
+// Work that keeps its own time while the thread that registered it waits for
+// the database (await_reconnect, connect_through_outage): a supervisor's hook
+// timeouts (Supervisor::keep_deadlines). While one exists, the wait calls its
+// task first thing, then again by the time the task returned (nullopt: at the
+// next reconnect attempt, within a second), until the wait ends. The task must
+// not use the database; what it throws is logged and dropped. Per thread;
+// several may exist at once, and each runs. Registers its own address: neither
+// copied nor moved.
+class OutageTask {
+public:
+    using Clock = std::chrono::steady_clock;
+    using Task = std::function<std::optional<Clock::time_point>()>;
+    explicit OutageTask(Task task);
+    ~OutageTask();
+    OutageTask(const OutageTask&) = delete;
+    OutageTask& operator=(const OutageTask&) = delete;
+
+    // Runs the task (catching what it throws); when it wants to run again.
+    std::optional<Clock::time_point> run() const;
+
+private:
+    Task m_task;
+};
+
 // When the calling thread's connection last came back from an outage; nullopt
 // if it never did. A lease holder renews once it is back: until a lease's TTL
 // has passed since then, an expired lease is no sign of a stalled holder.
@@ -69,8 +95,9 @@ std::chrono::milliseconds outage_grace_from_env();
 // up to 1 s). Rethrows `lost` when the policy's grace has passed since the loss
 // (zero grace: at once), its stop fd is readable, or under OutageWaitsDeferred;
 // after one give-up, further losses get one look, not another grace. Logs the
-// outage once, and its end. While it blocks the caller acts on nothing else:
-// its children run on, and their exits and timeouts are handled after it.
+// outage once, and its end. While it blocks, the caller's OutageTasks run (a
+// supervisor keeps its hooks' timeouts); nothing else does: children run on,
+// and their exits are reaped and written after it.
 void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost);
 
 // Opens a connection with `connect`, retrying as await_reconnect does while

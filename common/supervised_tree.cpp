@@ -16,13 +16,15 @@ SupervisedTree::SupervisedTree(std::string row_id, std::string name, Pidfd leade
 
 bool SupervisedTree::empty() const
 {
-    if (!m_exit) {
-        return false;
-    }
+    return m_exit && !has_members();
+}
+
+bool SupervisedTree::has_members() const
+{
     if (m_leaf) {
-        return !m_leaf->populated();
+        return m_leaf->populated();
     }
-    return find_tree_members(m_sweep).empty();
+    return !find_tree_members(m_sweep).empty();
 }
 
 bool SupervisedTree::signal_leader(int sig) const

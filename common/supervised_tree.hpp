@@ -43,6 +43,10 @@ public:
     // True when the leader has been reaped and no other member is left.
     // Reads cgroup files or sweeps /proc; never blocks.
     bool empty() const;
+    // True while a process of the tree runs; a leader that has exited (a
+    // zombie not reaped yet) no longer counts. Reads cgroup files or sweeps
+    // /proc; never blocks.
+    bool has_members() const;
     // Signals the leader through its pidfd; false if it is already gone.
     bool signal_leader(int sig) const;
     // Signals every member (pidfd-verified); returns how many were hit.
@@ -63,6 +67,9 @@ public:
     bool timed_out = false;
     bool killed = false;
     bool stop_signalled = false; // a SIGTERM was sent while the leader still ran
+    // Set once its timeout's SIGTERM is sent (Supervisor::keep_deadlines):
+    // when the SIGKILL of the tree is due. A later wait() goes on from there.
+    std::optional<Clock::time_point> kill_at;
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
     bool hold_exit = false; // its exit is held (Supervisor::take_held_exits)

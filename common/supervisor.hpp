@@ -156,6 +156,18 @@ public:
                         std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                         std::optional<std::chrono::milliseconds> grace = std::nullopt);
 
+    // wait()'s timeout escalation for every tree past its timeout_s that no
+    // wait() or teardown() has claimed, by signals alone: SIGTERM+SIGCONT to
+    // the leader, then SIGKILL of the tree teardown_grace later (not needed
+    // when the SIGTERM ended every process). It neither reaps nor writes, so
+    // it is safe to call while another member is blocked on the database: the
+    // supervisor runs it through a database outage (an OutageTask), when its
+    // owner's loop is blocked and cannot call wait() on time. A later wait()
+    // on the tree goes on from where it stands, and its outcome says
+    // timed_out. Returns when it next has something to do (nullopt: nothing).
+    // Never blocks.
+    std::optional<std::chrono::steady_clock::time_point> keep_deadlines();
+
     // Three-phase teardown of the given trees (all tracked ones if empty), in
     // parallel. Each tree gets deadline = min(remaining timeout, grace);
     // blocks until every tree is gone or given up on. Rows get the outcome
@@ -323,6 +335,9 @@ private:
     // settles it first, and no public member returns with it unsettled, so the
     // owner always finds the connection idle.
     std::optional<PendingStatement> m_in_flight;
+    // keep_deadlines() while this thread waits for the database. The last
+    // member: gone before any other.
+    OutageTask m_outage_task{[this] { return keep_deadlines(); }};
     // Waits for m_in_flight. A lost connection is waited for (held exits held
     // again meanwhile), except under OutageWaitsDeferred, where it returns with
     // them held; otherwise throws what PendingStatement::finish throws.

@@ -73,8 +73,9 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     } else if (auto remaining = tree->remaining(Clock::now())) {
         deadline = Clock::now() + *remaining;
     }
-    auto kill_at = Clock::time_point::max();
-    auto give_up = Clock::time_point::max();
+    // Where keep_deadlines() left the escalation, if it began it.
+    auto kill_at = tree->kill_at.value_or(Clock::time_point::max());
+    auto give_up = tree->killed ? Clock::now() + m_options.kill_timeout : Clock::time_point::max();
     // The exit write may still be on its way (or held) when the tree is done:
     // written and settled before returning.
     InFlightGuard guard{*this};
@@ -136,6 +137,49 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     }
 }
 
+std::optional<Clock::time_point> Supervisor::keep_deadlines()
+{
+    const auto now = Clock::now();
+    std::optional<Clock::time_point> next;
+    const auto sooner = [&next](Clock::time_point t) { next = next ? std::min(*next, t) : t; };
+    for (auto& [row_id, tree] : m_trees) {
+        // A claimed tree keeps its own deadlines (wait() and teardown() never
+        // block on the database); a killed one only waits to be reaped.
+        if (tree->claimed || tree->killed) {
+            continue;
+        }
+        if (!tree->kill_at) {
+            const auto remaining = tree->remaining(now);
+            // No timeout, or a leader that ended on its own: its outcome is its own.
+            if (!remaining || tree->leader().has_exited()) {
+                continue;
+            }
+            if (*remaining > Clock::duration::zero()) {
+                sooner(now + *remaining);
+                continue;
+            }
+            log::warn("timeout while the database is unreachable: SIGTERM",
+                      {{"process", row_id}, {"name", tree->name()}, {"elapsed_ms", ms(now - tree->started())}});
+            tree->timed_out = true;
+            tree->end_reason = "timed_out";
+            send_term(*tree, TermTarget::leader);
+            tree->kill_at = now + m_options.teardown_grace;
+        }
+        if (now >= *tree->kill_at) {
+            if (tree->leader().has_exited() && !tree->has_members()) {
+                continue; // the SIGTERM ended it all: nothing to kill
+            }
+            log::warn("timeout grace over while the database is unreachable: SIGKILL tree",
+                      {{"process", row_id}, {"name", tree->name()}});
+            tree->kill_tree();
+            tree->killed = true;
+            continue;
+        }
+        sooner(*tree->kill_at);
+    }
+    return next;
+}
+
 bool Supervisor::fast_stop_requested() const
 {
     if (m_options.fast_stop_fd < 0) {
@@ -168,7 +212,8 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
         tree->claimed = true;
         const auto remaining = tree->remaining(t0).value_or(Clock::duration::max());
         const auto budget = std::min<Clock::duration>(remaining, cap);
-        entries.push_back({id, t0 + budget});
+        // A tree keep_deadlines() has killed already gets kill_timeout from now to empty.
+        entries.push_back({id, t0 + budget, tree->killed ? t0 + m_options.kill_timeout : Clock::time_point::max()});
     }
     // Leaders that exited since the last events are reaped first, so phase 1
     // sees them gone and signals their trees instead.

@@ -14,7 +14,10 @@
 
 #include <unistd.h>
 
+#include <csignal>
+#include <map>
 #include <thread>
+#include <utility>
 
 using namespace orch;
 using namespace orch::test;
@@ -203,4 +206,66 @@ TEST_CASE("outage: a teardown keeps its deadlines - the exits it could not write
     sup.write_held_exits(); // rides the rest of the outage out: reconnects, then writes
     CHECK(fx.column(deaf.row_id, "status") == "exited");
     CHECK(fx.column(deaf.row_id, "end_reason") == "killed_on_teardown");
+}
+
+TEST_CASE("outage: hook timeouts keep their time while the owner waits for the database - SIGTERM then SIGKILL",
+          "[outage]")
+{
+    SupervisionFixture fx;
+    Outage outage(fx.db);
+    PolicyScope policy({30s, -1, {}, {}});
+    auto options = fx.options(false);
+    options.teardown_grace = 1s;
+    Supervisor sup(*fx.conn, options);
+    auto polite_request = fx.request({"sh", "-c", "echo ready; exec sleep 60"}, "polite");
+    polite_request.timeout_s = 1.0;
+    auto deaf_request = fx.request({"sh", "-c", "trap '' TERM; echo ready; while :; do sleep 1; done"}, "deaf");
+    deaf_request.timeout_s = 1.0;
+    const auto polite = sup.launch(polite_request);
+    const auto deaf = sup.launch(deaf_request);
+    for (const auto& [name, launched] : {std::pair{"polite", polite}, std::pair{"deaf", deaf}}) {
+        const auto log = fx.dir / "logs" / (std::string(name) + "." + launched.row_id + ".stdout.log");
+        REQUIRE(eventually([&] { return read_file_tail(log).find("ready") != std::string::npos; }));
+    }
+
+    // The owner is blocked in a statement for the whole outage, past both
+    // timeouts (1 s) and the deaf one's grace (1 s more): nothing calls wait().
+    outage.cut();
+    bool polite_alive = true;
+    bool deaf_alive = true;
+    std::thread healer([&] {
+        std::this_thread::sleep_for(3500ms);
+        polite_alive = pid_alive(polite.pid); // a zombie, not reaped yet, is not alive
+        deaf_alive = pid_alive(deaf.pid);
+        outage.heal();
+    });
+    const auto t0 = Clock::now();
+    CHECK_NOTHROW(select_one(*fx.conn));
+    const double blocked = seconds_since(t0);
+    healer.join();
+    CHECK(blocked >= 3.0);
+    CHECK(!polite_alive); // its SIGTERM came on time
+    CHECK(!deaf_alive);   // and the SIGKILL after the grace
+
+    // The owner's loop after the outage finds them ended, as timeouts.
+    std::map<std::string, ProcessOutcome> ends;
+    REQUIRE(eventually([&] {
+        sup.process_events();
+        for (auto& outcome : sup.take_finished()) {
+            ends[outcome.row_id] = outcome;
+        }
+        return ends.size() == 2;
+    }));
+    const auto& polite_end = ends.at(polite.row_id);
+    CHECK(polite_end.timed_out);
+    CHECK(!polite_end.killed);
+    CHECK(polite_end.term_signal == SIGTERM);
+    const auto& deaf_end = ends.at(deaf.row_id);
+    CHECK(deaf_end.timed_out);
+    CHECK(deaf_end.killed);
+    CHECK(deaf_end.term_signal == SIGKILL);
+    sup.write_held_exits();
+    CHECK(fx.column(polite.row_id, "end_reason") == "timed_out");
+    CHECK(fx.column(deaf.row_id, "end_reason") == "timed_out");
+    CHECK(fx.column(deaf.row_id, "status") == "exited");
 }

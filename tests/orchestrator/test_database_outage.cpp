@@ -13,8 +13,11 @@
 
 #include <sys/stat.h>
 
+#include <chrono>
+#include <functional>
 #include <map>
 #include <set>
+#include <sstream>
 #include <thread>
 
 using namespace orch::test;
@@ -62,34 +65,42 @@ private:
     std::string m_conninfo;
 };
 
-// A crawl of `urls` whose one hook sleeps 1.5 s, added to the private cluster; the
-// orchestrator is then started on it with `grace` as DB_OUTAGE_GRACE.
+// A crawl of 4 URLs whose one hook sleeps 1.5 s (or of `urls` URLs, with the
+// hooks `write_hooks` writes), added to the private cluster; the orchestrator is
+// then started on it with `grace` as DB_OUTAGE_GRACE.
 struct OutageRun {
     OrchFixture f;
     fs::path data;
     std::unique_ptr<PrivateCluster> cluster;
 
-    OutageRun()
+    OutageRun() : OutageRun([](OrchFixture& f) { f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 1.5); }, 4)
+    {
+    }
+    OutageRun(const std::function<void(OrchFixture&)>& write_hooks, int urls)
     {
         ::chmod(f.root.path().c_str(), 0755); // as root the server runs as `postgres`, which must reach it
         data = f.root.path() / "outage-data";
         fs::create_directories(data);
         cluster = std::make_unique<PrivateCluster>(data);
-        f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 1.5);
-        auto r = run_command({bin_path("orchestrator").string(), "add", "--database-url", cluster->conninfo(),
-                              "--data-dir", data.string(), "http://site.test/1", "http://site.test/2",
-                              "http://site.test/3", "http://site.test/4"});
+        write_hooks(f);
+        std::vector<std::string> add{bin_path("orchestrator").string(), "add", "--database-url", cluster->conninfo(),
+                                     "--data-dir", data.string()};
+        for (const auto& url : OrchFixture::site_urls(urls)) {
+            add.push_back(url);
+        }
+        auto r = run_command(add);
         INFO(r.err);
         REQUIRE(r.exit_code == 0);
     }
 
-    std::unique_ptr<SpawnedProcess> start(const std::string& grace)
+    std::unique_ptr<SpawnedProcess> start(const std::string& grace, EnvChanges extra = {})
     {
+        extra["DB_OUTAGE_GRACE"] = grace;
         return std::make_unique<SpawnedProcess>(
             std::vector<std::string>{bin_path("orchestrator").string(), "--database-url", cluster->conninfo(),
                                      "--data-dir", data.string(), "--machine-id", "machine-outage",
                                      "--max-snapshot-workers", "4"},
-            f.env({{"DB_OUTAGE_GRACE", grace}}));
+            f.env(extra));
     }
 
     // Waits until every hook has started (each is then mid-sleep).
@@ -160,5 +171,79 @@ TEST_CASE("an outage longer than DB_OUTAGE_GRACE ends the run with exit 4 - and 
     CHECK(second->exit_code() == 0);
     CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
     CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+}
+
+namespace {
+
+// Seconds since the epoch, as bash's $EPOCHREALTIME gives them.
+double epoch_now()
+{
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The time of the first "<what>" line of hook `hook` in the hook log; 0 when there is none.
+double logged(const OrchFixture& f, const std::string& hook, const std::string& what)
+{
+    std::istringstream in(read_file_text(f.hook_log));
+    for (std::string line; std::getline(in, line);) {
+        std::istringstream fields(line);
+        std::string snapshot, name, pid, kind;
+        double when = 0;
+        if (fields >> snapshot >> name >> pid >> kind >> when && name == hook && kind == what) {
+            return when;
+        }
+    }
+    return 0;
+}
+
+} // namespace
+
+TEST_CASE("a hook timeout that falls in an outage is kept on time - while its worker is blocked on the database",
+          "[outage]")
+{
+    OutageRun run(
+        [](OrchFixture& f) {
+            const auto log = "'" + f.hook_log.string() + "'";
+            f.write_hook("hang", "on_Snapshot__10_hang.sh",
+                         "echo \"$snap hang $$ start $EPOCHREALTIME\" >> " + log + "\n" +
+                             "sleep 30 &\n"
+                             "trap 'echo \"$snap hang $$ term $EPOCHREALTIME\" >> " + log +
+                             "; kill $! 2>/dev/null; exit 143' TERM\n"
+                             "wait\n");
+        },
+        1);
+    // A lease of 2 s is renewed every 0.7 s: the snapshot worker meets the
+    // outage, and blocks in it, well before the hook's 2 s are up.
+    auto orchestrator = run.start("30", {{"LEASE_TTL", "2"}, {"HANG_TIMEOUT", "2"}});
+    REQUIRE(eventually([&] { return logged(run.f, "hang", "start") > 0; }, std::chrono::seconds(30)));
+    const double started = logged(run.f, "hang", "start");
+
+    orch::chaos::PgControl pg(run.data);
+    REQUIRE(pg.available());
+    REQUIRE(pg.stop());
+    const double stopped = epoch_now();
+    std::this_thread::sleep_for(std::chrono::duration<double>(std::max(0.0, started + 5.0 - epoch_now())));
+    const double healed = epoch_now();
+    REQUIRE(pg.start());
+
+    REQUIRE(orchestrator->wait_for(std::chrono::seconds(60)));
+    INFO(describe(*orchestrator));
+    CHECK(orchestrator->exit_code() == 0);
+    // The SIGTERM came at the hook's timeout, while the server was down; not
+    // once it was back.
+    const double termed = logged(run.f, "hang", "term");
+    INFO("started " << std::to_string(started) << " stopped " << std::to_string(stopped) << " termed "
+                    << std::to_string(termed) << " healed " << std::to_string(healed));
+    REQUIRE(termed > 0);
+    CHECK(stopped < started + 2.0); // the outage began before the timeout
+    CHECK(termed - started >= 1.9);
+    CHECK(termed < healed);
+    // Recorded as a timeout once the database was back, and the crawl finished.
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE process_type = 'hook' AND status = 'exited' "
+                             "AND end_reason = 'timed_out'") == 1);
+    CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'failed' "
+                             "AND error ILIKE '%timed out%'") == 1);
+    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed'") == 1);
     CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
 }
