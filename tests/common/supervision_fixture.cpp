@@ -4,10 +4,13 @@
 #include "common/process_identity.hpp"
 
 #include <algorithm>
+#include <cerrno>
 #include <atomic>
+#include <system_error>
 #include <thread>
 
 #include <poll.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 namespace orch::test {
@@ -90,6 +93,16 @@ bool eventually(const std::function<bool()>& condition, std::chrono::millisecond
         std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
     return true;
+}
+
+double thread_cpu_seconds()
+{
+    rusage r{};
+    if (::getrusage(RUSAGE_THREAD, &r) != 0) {
+        throw std::system_error(errno, std::generic_category(), "getrusage");
+    }
+    return static_cast<double>(r.ru_utime.tv_sec + r.ru_stime.tv_sec) +
+           static_cast<double>(r.ru_utime.tv_usec + r.ru_stime.tv_usec) / 1e6;
 }
 
 bool pid_alive(pid_t pid)

@@ -44,6 +44,7 @@ bool run_events_until(Supervisor& sup, const std::function<bool()>& done, std::s
 bool until_finished(Supervisor& sup, const std::set<std::string>& row_ids);
 bool until_finished(Supervisor& sup, const std::string& row_id);
 bool pid_alive(pid_t pid);                 // exists and is not a zombie
+double thread_cpu_seconds();               // user + system CPU of the calling thread (not its children)
 int zombie_children();                     // zombies whose parent is this process
 int open_fd_count();                       // entries in /proc/self/fd
 std::vector<pid_t> pids_with_cookie(const std::string& cookie);

@@ -101,6 +101,27 @@ TEST_CASE("polite - deaf - escaper and stopped hooks torn down together", "[tear
     }
 }
 
+TEST_CASE("a teardown's grace is slept through - not spun", "[teardown]")
+{
+    SupervisionFixture fx;
+    const bool fallback = GENERATE(false, true);
+    Supervisor sup(*fx.conn, fx.options(fallback));
+    const auto deaf = sup.launch(fx.request({"sh", "-c", k_deaf}, "deaf"));
+    const auto polite = sup.launch(fx.request({"sleep", "100"}, "polite"));
+    const auto log = fx.dir / "logs" / ("deaf." + deaf.row_id + ".stdout.log");
+    REQUIRE(eventually([&] { return read_file_tail(log).find("ready") != std::string::npos; }));
+    const double cpu0 = thread_cpu_seconds();
+    const auto t0 = std::chrono::steady_clock::now();
+    const auto outcomes = sup.teardown({}, 1500ms);
+    const auto wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    const double cpu = thread_cpu_seconds() - cpu0;
+    REQUIRE(outcomes.size() == 2);
+    CHECK(wall >= 1.5);
+    // As for wait(): the thread's own CPU, which a busy machine can only lower.
+    INFO(mode_name(fallback) << ": wall " << wall << " s, cpu " << cpu << " s");
+    CHECK(cpu < 0.2);
+}
+
 TEST_CASE("polite hook: 143 - no SIGKILL - well before its deadline", "[teardown]")
 {
     SupervisionFixture fx;
