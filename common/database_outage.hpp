@@ -7,6 +7,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 // Riding out a PostgreSQL outage: a server restart, a failover, a network cut.
@@ -129,6 +130,39 @@ auto ride_out(pqxx::connection& conn, Op&& op) -> decltype(op())
             await_reconnect(conn, e);
         }
     }
+}
+
+namespace detail {
+// The type of the transaction a ride_out_transaction() body takes: its parameter's.
+template <typename F>
+struct TransactionOf : TransactionOf<decltype(&F::operator())> {};
+template <typename C, typename R, typename Tx>
+struct TransactionOf<R (C::*)(Tx&) const> {
+    using type = Tx;
+};
+} // namespace detail
+
+// ride_out() of one transaction: opens the transaction `body` takes (a
+// pqxx::work, read_transaction or nontransaction, by the type of its parameter)
+// on `conn`, runs `body(tx)` and commits when it returns; what `body` returns
+// is returned. After a lost connection the whole runs again on a new
+// transaction, so `body` must be safe to run twice, as for ride_out(). What
+// `body` throws aborts the transaction and propagates.
+template <typename Body>
+auto ride_out_transaction(pqxx::connection& conn, Body&& body)
+{
+    using Tx = typename detail::TransactionOf<std::decay_t<Body>>::type;
+    return ride_out(conn, [&] {
+        Tx tx(conn);
+        if constexpr (std::is_void_v<std::invoke_result_t<Body&, Tx&>>) {
+            body(tx);
+            tx.commit();
+        } else {
+            auto result = body(tx);
+            tx.commit();
+            return result;
+        }
+    });
 }
 
 } // namespace orch

@@ -126,10 +126,8 @@ void prepare_event_with_change(pqxx::connection& conn, const ChangeStatement& st
 void record_event(pqxx::connection& conn, const std::string& actor, const Event& event) noexcept
 {
     try {
-        ride_out(conn, [&] {
-            pqxx::work tx(conn);
+        ride_out_transaction(conn, [&](pqxx::work& tx) {
             record_event(tx, actor, event);
-            tx.commit();
         });
     } catch (const std::exception& e) {
         log::warn("event not recorded", {{"kind", event.kind}, {"error", e.what()}});

@@ -29,9 +29,8 @@ Lease::Lease(LeaseTable table, std::string item_id, std::string owner, std::chro
 std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                   const std::string& owner, std::chrono::seconds ttl)
 {
-    auto r = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto r = tx.exec_params(
+    auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params(
             fmt::format("UPDATE {} SET lease_owner = $2, lease_expires_at = now() + make_interval(secs => $3), "
                         " status = CASE WHEN status = 'queued' THEN 'started' ELSE status END, "
                         " started_at = coalesce(started_at, now()), attempts = attempts + 1, modified_at = now() "
@@ -40,8 +39,6 @@ std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, cons
                         "RETURNING attempts",
                         table_name(table)),
             item_id, owner, static_cast<double>(ttl.count()));
-        tx.commit();
-        return r;
     });
     if (r.empty()) {
         return std::nullopt;
@@ -81,14 +78,11 @@ Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, s
 
 bool Lease::renew(pqxx::connection& conn)
 {
-    auto r = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
-                                            "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
-                                            table_name(m_table)),
-                                m_item_id, m_owner, static_cast<double>(m_ttl.count()));
-        tx.commit();
-        return r;
+    auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
+                                          "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
+                                          table_name(m_table)),
+                              m_item_id, m_owner, static_cast<double>(m_ttl.count()));
     });
     m_renewed = Clock::now();
     m_lost = r.empty();
@@ -109,15 +103,12 @@ Lease::Clock::time_point Lease::next_renewal() const
 
 bool Lease::release(pqxx::connection& conn, std::chrono::seconds retry_after)
 {
-    auto r = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto r = tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
-                                            " retry_at = now() + make_interval(secs => $3), modified_at = now() "
-                                            "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
-                                            table_name(m_table)),
-                                m_item_id, m_owner, static_cast<double>(retry_after.count()));
-        tx.commit();
-        return r;
+    auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params(fmt::format("UPDATE {} SET lease_owner = NULL, lease_expires_at = NULL, "
+                                          " retry_at = now() + make_interval(secs => $3), modified_at = now() "
+                                          "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
+                                          table_name(m_table)),
+                              m_item_id, m_owner, static_cast<double>(retry_after.count()));
     });
     return !r.empty();
 }

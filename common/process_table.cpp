@@ -114,8 +114,7 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
     const std::string env = dump_lenient(row.env);
     const auto timeout_s = text(row.timeout_s);
     const auto pidfs_ino = text(identity.pidfs_ino);
-    ride_out(conn, [&] {
-        pqxx::work tx(conn);
+    ride_out_transaction(conn, [&](pqxx::work& tx) {
         tx.exec_params0(
             "INSERT INTO process (id, machine_id, parent_id, process_type, status, cmd, env, pwd, timeout_s, cookie,"
             " containment, cgroup_path, stdout_path, stderr_path, plugin, hook_name, crawl_id, snapshot_id,"
@@ -128,7 +127,6 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
             param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),
             param(row.archive_result_id), identity.pid, identity.boot_id, std::to_string(identity.start_ticks),
             param(pidfs_ino), pgid);
-        tx.commit();
     });
 }
 
@@ -186,26 +184,21 @@ void heartbeat(pqxx::connection& conn, const std::vector<std::string>& ids)
     if (ids.empty()) {
         return;
     }
-    ride_out(conn, [&] {
-        pqxx::work tx(conn);
+    ride_out_transaction(conn, [&](pqxx::work& tx) {
         // By key, not through process_live_idx (see the claim's `pointed` in snapshot_claims.cpp).
         tx.exec_params0("UPDATE process SET heartbeat_at = now() WHERE (status <> 'exited') IS TRUE "
                         "AND id IN (SELECT jsonb_array_elements_text($1::jsonb)::uuid)",
                         nlohmann::json(ids).dump());
-        tx.commit();
     });
 }
 
 std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machine_id)
 {
-    const auto result = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto result = tx.exec_params("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
-                                           " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = $1"
-                                           " AND status <> 'exited' ORDER BY created_at",
-                                           machine_id);
-        tx.commit();
-        return result;
+    const auto result = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params("SELECT id, parent_id, process_type, status, pid, boot_id, start_ticks,"
+                              " pidfs_ino, cookie, cgroup_path, pgid FROM process WHERE machine_id = $1"
+                              " AND status <> 'exited' ORDER BY created_at",
+                              machine_id);
     });
     std::vector<LiveRow> rows;
     for (const auto& r : result) {
@@ -233,11 +226,8 @@ std::vector<LiveRow> live_rows(pqxx::connection& conn, const std::string& machin
 
 std::optional<std::string> status_of(pqxx::connection& conn, const std::string& id)
 {
-    const auto result = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto result = tx.exec_params("SELECT status FROM process WHERE id = $1", id);
-        tx.commit();
-        return result;
+    const auto result = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params("SELECT status FROM process WHERE id = $1", id);
     });
     if (result.empty()) {
         return std::nullopt;

@@ -162,14 +162,11 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 
 bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim)
 {
-    auto r = ride_out(conn, [&] {
-        pqxx::work tx(conn);
-        auto r = tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                                " attempts = greatest(attempts - 1, 0), modified_at = now() "
-                                "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status <> 'sealed' RETURNING 1",
-                                claim.snapshot_id, claim.owner);
-        tx.commit();
-        return r;
+    auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        return tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                              " attempts = greatest(attempts - 1, 0), modified_at = now() "
+                              "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status <> 'sealed' RETURNING 1",
+                              claim.snapshot_id, claim.owner);
     });
     return !r.empty();
 }

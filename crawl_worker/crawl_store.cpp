@@ -27,8 +27,7 @@ CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(co
 
 std::optional<CrawlRecord> CrawlStore::load()
 {
-    return ride_out(m_conn, [&]() -> std::optional<CrawlRecord> {
-        pqxx::read_transaction tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::read_transaction& tx) -> std::optional<CrawlRecord> {
         // Only the first URL and the count: a crawl of many URLs would otherwise sit
         // in this process's heap (twice, as JSON and as strings) for its whole life.
         auto r = tx.exec_params("SELECT id, coalesce(urls[1], ''), max_depth, max_urls, timeout_s, status, "
@@ -73,8 +72,7 @@ void CrawlStore::require_lease(pqxx::work& tx, const char* what) const
 
 int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
 {
-    return ride_out(m_conn, [&]() -> int {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> int {
         require_lease(tx, "creating snapshots");
         auto r = tx.exec_params1("WITH created AS ("
                                  "  INSERT INTO snapshot (crawl_id, url, depth) "
@@ -84,7 +82,6 @@ int CrawlStore::create_seed_snapshots(std::optional<int> max_urls)
                                  "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1) "
                                  "SELECT count(*) FROM created",
                                  m_crawl_id, max_urls);
-        tx.commit();
         return r[0].as<int>();
     });
 }
@@ -99,8 +96,7 @@ long CrawlStore::unsealed_count()
 
 CrawlStore::Control CrawlStore::control()
 {
-    return ride_out(m_conn, [&]() {
-        pqxx::read_transaction tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::read_transaction& tx) {
         auto r = tx.exec_params("SELECT cancel_requested_at IS NOT NULL, status = 'paused' FROM crawl WHERE id = $1",
                                 m_crawl_id);
         Control c;
@@ -115,8 +111,7 @@ CrawlStore::Control CrawlStore::control()
 bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie,
                                const std::string& problem)
 {
-    return ride_out(m_conn, [&]() -> bool {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> bool {
         auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', paused_at = now(), lease_owner = NULL, "
                                             " lease_expires_at = NULL, modified_at = now() "
                                             "WHERE id = $1 AND status IN ('queued', 'started') "
@@ -130,7 +125,6 @@ bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, c
         Event e{"crawl.paused", "crawl paused: its configuration is refused: " + problem, m_crawl_id};
         e.detail = {{"reason", "configuration refused"}, {"problem", problem}};
         record_event(tx, "crawl_worker", e);
-        tx.commit();
         return true;
     });
 }
@@ -138,20 +132,18 @@ bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, c
 void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holder,
                                    const std::optional<std::string>& cookie)
 {
-    return ride_out(m_conn, [&]() {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) {
         tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                                     "WHERE id = $1 AND {}",
                                     k_held_for_us),
                         m_crawl_id, lease_holder, cookie);
-        tx.commit();
     });
 }
 
 std::optional<std::string> CrawlStore::held_by(const std::string& worker)
 {
-    return ride_out(m_conn, [&]() -> std::optional<std::string> {
-        pqxx::nontransaction tx(m_conn); // one read: autocommit
+    return ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::optional<std::string> {
+        // One read: autocommit.
         auto r = tx.exec_params("SELECT id FROM snapshot WHERE crawl_id = $1 AND lease_owner = $2 AND status <> 'sealed' "
                                 "ORDER BY lease_expires_at DESC LIMIT 1",
                                 m_crawl_id, worker);
@@ -165,15 +157,13 @@ std::optional<std::string> CrawlStore::held_by(const std::string& worker)
 bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string& dead_worker, int deaths,
                                int max_attempts, std::chrono::seconds backoff, const std::string& reason)
 {
-    return ride_out(m_conn, [&]() -> bool {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> bool {
         require_lease(tx, "retrying a snapshot");
         // Only a lease that the dead worker held (or none) is ours to clear.
         auto row = tx.exec_params("SELECT attempts FROM snapshot WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' "
                                   "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
                                   snapshot_id, m_crawl_id, dead_worker);
         if (row.empty()) {
-            tx.commit();
             return false;
         }
         int attempts = std::max(row[0][0].as<int>(), deaths);
@@ -199,7 +189,6 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
                             " retry_at = now() + make_interval(secs => $3), modified_at = now() WHERE id = $1",
                             snapshot_id, reason, static_cast<double>(backoff.count()));
         }
-        tx.commit();
         return sealed;
     });
 }
@@ -207,21 +196,18 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
 void CrawlStore::give_back_unspent(const std::string& snapshot_id, const std::string& worker,
                                    const std::string& reason)
 {
-    return ride_out(m_conn, [&]() {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) {
         require_lease(tx, "giving back a snapshot");
         tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
                         " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
                         "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND (lease_owner = $3) IS TRUE",
                         snapshot_id, m_crawl_id, worker, reason);
-        tx.commit();
     });
 }
 
 int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& reason)
 {
-    return ride_out(m_conn, [&]() -> int {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> int {
         require_lease(tx, "sealing snapshots");
         tx.exec_params0("UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                         "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
@@ -231,7 +217,6 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
                                 " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                                 "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
                                 m_crawl_id, outcome, reason);
-        tx.commit();
         return static_cast<int>(r.size());
     });
 }

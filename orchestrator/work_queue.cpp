@@ -37,8 +37,7 @@ std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t l
 
 bool crawl_paused(pqxx::connection& conn, const std::string& crawl_id)
 {
-    return ride_out(conn, [&]() -> bool {
-        pqxx::read_transaction tx(conn);
+    return ride_out_transaction(conn, [&](pqxx::read_transaction& tx) -> bool {
         auto r = tx.exec_params("SELECT status = 'paused' FROM crawl WHERE id = $1", crawl_id);
         return !r.empty() && r[0][0].as<bool>();
     });
@@ -47,24 +46,21 @@ bool crawl_paused(pqxx::connection& conn, const std::string& crawl_id)
 void release_crawl(pqxx::connection& conn, const std::string& crawl_id, const std::string& owner,
                    std::chrono::seconds backoff)
 {
-    return ride_out(conn, [&]() {
-        pqxx::work tx(conn);
+    return ride_out_transaction(conn, [&](pqxx::work& tx) {
         // The worker may have given the crawl back itself before exiting (with its
         // own, shorter back-off): the back-off still applies, but never shortens one.
         tx.exec_params0("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, "
                         " retry_at = greatest(retry_at, now() + make_interval(secs => $3)), modified_at = now() "
                         "WHERE id = $1 AND (lease_owner = $2 OR lease_owner IS NULL) AND status <> 'sealed'",
                         crawl_id, owner, static_cast<double>(backoff.count()));
-        tx.commit();
     });
 }
 
 LeaseRecovery release_dead_leases(pqxx::connection& conn)
 {
-    return ride_out(conn, [&]() -> LeaseRecovery {
+    return ride_out_transaction(conn, [&](pqxx::work& tx) -> LeaseRecovery {
         // Each statement starts from the leased rows ("lease_owner IS NOT NULL" picks the
         // partial indexes of migration 0006): a handful, however long the history.
-        pqxx::work tx(conn);
         LeaseRecovery out;
         tx.exec0("UPDATE archive_result ar SET status = 'queued', error = 'interrupted: its worker died', "
                  " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
@@ -82,15 +78,13 @@ LeaseRecovery release_dead_leases(pqxx::connection& conn)
                      "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
                      " AND c.status <> 'sealed'")
                 .affected_rows());
-        tx.commit();
         return out;
     });
 }
 
 std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std::string& machine_id)
 {
-    return ride_out(conn, [&]() -> std::vector<std::string> {
-        pqxx::read_transaction tx(conn);
+    return ride_out_transaction(conn, [&](pqxx::read_transaction& tx) -> std::vector<std::string> {
         auto r = tx.exec_params("SELECT p.id FROM process p WHERE p.machine_id = $1 AND p.status = 'running' AND ("
                                 "  EXISTS (SELECT 1 FROM snapshot s WHERE s.lease_owner = p.id AND s.status <> 'sealed' "
                                 "          AND s.lease_expires_at < now()) OR "
@@ -107,8 +101,7 @@ std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std:
 
 bool work_due_within(pqxx::connection& conn, std::chrono::seconds window)
 {
-    return ride_out(conn, [&]() -> bool {
-        pqxx::read_transaction tx(conn);
+    return ride_out_transaction(conn, [&](pqxx::read_transaction& tx) -> bool {
         auto secs = static_cast<double>(window.count());
         return tx
             .exec_params1("SELECT EXISTS (SELECT 1 FROM crawl WHERE status IN ('queued', 'started') "

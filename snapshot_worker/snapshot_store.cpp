@@ -95,9 +95,8 @@ SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id, st
 
 std::optional<SnapshotRecord> SnapshotStore::load()
 {
-    return ride_out(m_conn, [&]() -> std::optional<SnapshotRecord> {
+    return ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::optional<SnapshotRecord> {
         // One statement: autocommit, no BEGIN/ROLLBACK round trips.
-        pqxx::nontransaction tx(m_conn);
         auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
                                 "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
                                 "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL "
@@ -200,23 +199,20 @@ void SnapshotStore::requeue(const std::string& result_id, const std::string& why
 
 void SnapshotStore::set_title(const std::string& title)
 {
-    return ride_out(m_conn, [&]() {
-        pqxx::work tx(m_conn);
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) {
         auto r = tx.exec_params("UPDATE snapshot SET title = $3, modified_at = now() "
                                 "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",
                                 m_snapshot_id, m_owner, title);
         require(r, "setting the title");
-        tx.commit();
     });
 }
 
 int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls)
 {
-    return ride_out(m_conn, [&]() -> int {
-        if (urls.empty()) {
-            return 0;
-        }
-        pqxx::work tx(m_conn);
+    if (urls.empty()) {
+        return 0;
+    }
+    return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> int {
         auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
         require(fence, "adding discovered snapshots");
         std::optional<long> room; // none: no limit (LIMIT NULL)
@@ -241,7 +237,6 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
                                 "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
                                 "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
                                 m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
-        tx.commit();
         return static_cast<int>(r.size());
     });
 }
