@@ -128,8 +128,9 @@ WaitEnd wait_for_server(const OutagePolicy& policy, Clock::time_point since, int
         if (stop_pending(policy.stop_fd)) {
             return WaitEnd::stop_requested;
         }
-        if (Clock::now() < next_attempt) {
-            continue; // woken for a task
+        const auto woke = Clock::now();
+        if (woke < next_attempt && woke < give_up) {
+            continue; // woken for a task; at the end of the grace, one last attempt
         }
         if (policy.while_waiting) {
             policy.while_waiting();
