@@ -67,8 +67,8 @@ public:
     bool timed_out = false;
     bool killed = false;
     bool stop_signalled = false; // a SIGTERM was sent while the leader still ran
-    // Set once its timeout's SIGTERM is sent (Supervisor::keep_deadlines):
-    // when the SIGKILL of the tree is due. A later wait() goes on from there.
+    // Set once its timeout's SIGTERM is sent: when the SIGKILL of the tree is
+    // due. A wait() after Supervisor::keep_deadlines() goes on from there.
     std::optional<Clock::time_point> kill_at;
     bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome

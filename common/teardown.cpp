@@ -40,6 +40,16 @@ bool send_term(SupervisedTree& tree, TermTarget target)
     return true;
 }
 
+// A timeout's phase 1, for wait() and keep_deadlines() alike: the tree is
+// timed out from here on, and its SIGKILL is due at `kill_at`.
+void stop_for_timeout(SupervisedTree& tree, Clock::time_point kill_at)
+{
+    tree.timed_out = true;
+    tree.end_reason = "timed_out";
+    send_term(tree, TermTarget::leader);
+    tree.kill_at = kill_at;
+}
+
 struct TeardownEntry {
     std::string row_id;
     Clock::time_point deadline;
@@ -111,10 +121,8 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
         } else if (now >= deadline && kill_at == Clock::time_point::max()) {
             log::info("timeout: SIGTERM", {{"process", row_id}, {"name", tree->name()},
                                            {"elapsed_ms", ms(now - tree->started())}});
-            tree->timed_out = true;
-            tree->end_reason = "timed_out";
-            send_term(*tree, TermTarget::leader);
             kill_at = now + grace.value_or(m_options.teardown_grace);
+            stop_for_timeout(*tree, kill_at);
         } else if (now >= kill_at && give_up == Clock::time_point::max()) {
             log::info("timeout grace over: SIGKILL tree", {{"process", row_id}, {"name", tree->name()}});
             tree->kill_tree();
@@ -160,10 +168,7 @@ std::optional<Clock::time_point> Supervisor::keep_deadlines()
             }
             log::warn("timeout while the database is unreachable: SIGTERM",
                       {{"process", row_id}, {"name", tree->name()}, {"elapsed_ms", ms(now - tree->started())}});
-            tree->timed_out = true;
-            tree->end_reason = "timed_out";
-            send_term(*tree, TermTarget::leader);
-            tree->kill_at = now + m_options.teardown_grace;
+            stop_for_timeout(*tree, now + m_options.teardown_grace);
         }
         if (now >= *tree->kill_at) {
             if (tree->leader().has_exited() && !tree->has_members()) {
