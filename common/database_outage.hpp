@@ -115,9 +115,10 @@ connect_through_outage(const std::function<std::unique_ptr<pqxx::connection>()>&
 // safe to run again: it opens its own transaction (no transaction may be open
 // on `conn`), and what it writes is idempotent or was not committed. A
 // statement the server broke off did not commit; only a server that died
-// between a commit and its reply leaves the commit in doubt, and those
-// statements that are not idempotent then meet their own fencing (a seal finds
-// its lease gone, an insert its key taken) as after a crash.
+// between a commit and its reply leaves the commit in doubt, and a write that
+// cannot simply run twice must then find what its earlier try did: a process
+// row insert keeps the row its id has (ON CONFLICT), a seal reads sealed_by, a
+// claim uses ride_out_in_doubt (below).
 template <typename Op>
 auto ride_out(pqxx::connection& conn, Op&& op) -> decltype(op())
 {
@@ -130,6 +131,27 @@ auto ride_out(pqxx::connection& conn, Op&& op) -> decltype(op())
             await_reconnect(conn, e);
         }
     }
+}
+
+// ride_out() of a write whose commit the client may never hear of: when the
+// connection breaks after the server committed, the write runs again on rows
+// that already hold it. Before each try after the first, `committed_before()`
+// looks for what an earlier try committed (a std::optional of op's result);
+// when it holds a value, that is the result and `op` does not run again. For
+// writes that cannot simply run twice: a claim would take a second batch.
+template <typename Op, typename Check>
+auto ride_out_in_doubt(pqxx::connection& conn, Op&& op, Check&& committed_before) -> decltype(op())
+{
+    bool again = false;
+    return ride_out(conn, [&]() -> decltype(op()) {
+        if (again) {
+            if (auto earlier = committed_before()) {
+                return std::move(*earlier);
+            }
+        }
+        again = true;
+        return op();
+    });
 }
 
 namespace detail {

@@ -3,6 +3,7 @@
 #include <pqxx/pqxx>
 
 #include <chrono>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -53,7 +54,9 @@ struct ClaimScope {
 // One statement in autocommit that does not wait for the WAL flush: a claim lost
 // in a database crash takes with it nothing durable (every later write of its
 // holder is fenced on the lease, and the holder's connection is gone too), and the
-// snapshot is simply due again. Blocks for one round trip; throws what libpqxx
+// snapshot is simply due again. Blocks for one round trip, and through a
+// database outage: a claim whose reply was lost with the connection after it
+// committed is found again by its owners, not repeated. Throws what libpqxx
 // throws. Returns the claims made (possibly none), in claim order.
 //
 // A host-limited crawl (scope.host_limited) is claimed one snapshot per
@@ -86,10 +89,14 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
 // host-limited crawl, in a transaction that first waits for the crawl's claim
 // lock (an advisory transaction lock on its id, taken by no other code), so
 // that the statement's snapshot is taken after the previous claim committed.
-// Throws what libpqxx throws.
+// Rides out a database outage (ride_out); `claimed_before`, when given, runs
+// before every try after the first (the connection broke under the previous
+// one, which may have committed before its reply was lost): what it returns,
+// if anything, is returned instead of claiming again. Throws what libpqxx throws.
 pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const std::string& definition,
                         const std::vector<std::optional<std::string>>& params, const std::string& crawl_id,
-                        bool host_limited);
+                        bool host_limited,
+                        const std::function<std::optional<pqxx::result>()>& claimed_before = {});
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
                                           const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                           const ClaimScope& scope);

@@ -3,6 +3,7 @@
 #include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
+#include "common/log.hpp"
 
 #include <fmt/format.h>
 
@@ -178,9 +179,9 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
                             "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
                             snapshot_id, error);
             tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = clock_timestamp(), "
-                            " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                            " sealed_by = $3, retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                             "WHERE id = $1",
-                            snapshot_id, error);
+                            snapshot_id, error, m_owner);
         } else {
             tx.exec_params0("UPDATE archive_result SET status = 'queued', error = $2, modified_at = now() "
                             "WHERE snapshot_id = $1 AND status = 'started'",
@@ -214,9 +215,9 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
                         "  AND ar.status IN ('queued', 'started')",
                         m_crawl_id, reason);
         auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = clock_timestamp(), "
-                                " retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+                                " sealed_by = $4, retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
                                 "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
-                                m_crawl_id, outcome, reason);
+                                m_crawl_id, outcome, reason, m_owner);
         return static_cast<int>(r.size());
     });
 }
@@ -247,7 +248,7 @@ ChangeStatement seal_statement(std::size_t exits)
         "UPDATE crawl SET status = 'sealed', "
         " outcome = coalesce($3, CASE WHEN counts.ok = counts.total THEN 'succeeded' "
         "                             WHEN counts.ok + counts.partial = 0 THEN 'failed' ELSE 'partial' END), "
-        " seal_reason = $4, sealed_at = clock_timestamp(), retry_at = NULL, lease_owner = NULL, "
+        " seal_reason = $4, sealed_at = clock_timestamp(), sealed_by = $2, retry_at = NULL, lease_owner = NULL, "
         " lease_expires_at = NULL, modified_at = now() "
         "FROM counts WHERE id = $1 AND lease_owner = $2 "
         "RETURNING crawl.outcome, counts.ok, counts.partial, counts.total";
@@ -277,10 +278,19 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     Event e{"crawl.sealed", "crawl sealed", m_crawl_id};
     e.process_id = m_owner;
     const auto sealed = record_event_with_change(m_conn, statement, std::move(params), "crawl_worker", e);
-    if (sealed.empty()) {
+    if (!sealed.empty()) {
+        return sealed[0][0].as<std::string>();
+    }
+    // The lease is gone: maybe because this seal committed on an earlier try
+    // whose reply was lost with the connection (ride_out ran it again).
+    auto ours = exec_autocommit(m_conn, "crawl_store.sealed_already",
+                                "SELECT outcome FROM crawl WHERE id = $1 AND status = 'sealed' AND sealed_by = $2",
+                                m_crawl_id, m_owner);
+    if (ours.empty()) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
     }
-    return sealed[0][0].as<std::string>();
+    log::info("crawl seal found committed by an earlier try", {{"crawl_id", m_crawl_id}});
+    return ours[0][0].as<std::string>();
 }
 
 } // namespace orch

@@ -86,7 +86,9 @@ public:
     // or was partial, partial otherwise. The same durable statement writes the held
     // process exits `exits` (Supervisor::take_held_exits: the last snapshot
     // worker's, the crawl's hooks'), whatever becomes of the seal. Returns the
-    // outcome; throws LeaseLost when the lease is no longer ours.
+    // outcome; throws LeaseLost when the lease is no longer ours, unless we
+    // sealed the crawl ourselves (sealed_by): a seal that committed on an
+    // earlier try, whose reply was lost with the connection, returns its outcome.
     std::string seal(const std::optional<std::string>& forced, const std::optional<std::string>& reason,
                      const std::vector<process_table::HeldExit>& exits = {});
     // Prepares the seal's statement for the usual case, one held exit (the last

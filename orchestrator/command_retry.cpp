@@ -29,7 +29,8 @@ constexpr const char* k_requeue_results =
     "UPDATE archive_result SET status = 'queued', error = NULL, start_ts = NULL, end_ts = NULL, modified_at = now() "
     "WHERE snapshot_id = ANY ($1::uuid[]) AND status = 'failed'";
 constexpr const char* k_requeue_snapshots =
-    "UPDATE snapshot SET status = 'queued', outcome = NULL, error = NULL, sealed_at = NULL, retry_at = now(), "
+    "UPDATE snapshot SET status = 'queued', outcome = NULL, error = NULL, sealed_at = NULL, sealed_by = NULL, "
+    " retry_at = now(), "
     " attempts = 0, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
     "WHERE id = ANY ($1::uuid[])";
 // A sealed crawl is queued again as a fresh one (a fresh attempt budget, no stale
@@ -43,7 +44,7 @@ constexpr const char* k_requeue_crawl =
     " started_at = CASE WHEN status = 'sealed' THEN NULL ELSE started_at END, "
     " paused_s = CASE WHEN status = 'sealed' THEN 0 ELSE paused_s END, "
     " paused_at = CASE WHEN status = 'sealed' THEN NULL ELSE paused_at END, "
-    " outcome = NULL, seal_reason = NULL, sealed_at = NULL, cancel_requested_at = NULL, "
+    " outcome = NULL, seal_reason = NULL, sealed_at = NULL, sealed_by = NULL, cancel_requested_at = NULL, "
     " retry_at = CASE WHEN status = 'paused' THEN retry_at ELSE now() END, modified_at = now() "
     "WHERE id = $1 RETURNING status";
 

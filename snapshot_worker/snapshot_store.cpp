@@ -2,6 +2,7 @@
 
 #include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
+#include "common/log.hpp"
 #include "common/process_table.hpp"
 #include "common/snapshot_claims.hpp"
 
@@ -267,8 +268,8 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
         "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
         "  error = CASE WHEN counts.failed > 0 "
         "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
-        "  sealed_at = clock_timestamp(), retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, "
-        "  modified_at = now() "
+        "  sealed_at = clock_timestamp(), sealed_by = {1}, retry_at = NULL, lease_owner = NULL, "
+        "  lease_expires_at = NULL, modified_at = now() "
         "  FROM counts, {2} WHERE s.id = {0} AND (s.lease_owner = {1}) IS TRUE RETURNING s.outcome), "
         "recorded AS ({4} FROM held w WHERE a.id = w.id AND a.snapshot_id = {0} "
         "  AND EXISTS (SELECT 1 FROM sealed))",
@@ -282,6 +283,17 @@ std::vector<std::optional<std::string>> seal_parameters(std::vector<std::optiona
     const auto more = process_table::exits_parameters(exits);
     fixed.insert(fixed.end(), more.begin(), more.end());
     return fixed;
+}
+
+// The claimed snapshot at column `first` of `row` (claimed_snapshot's columns,
+// then the results as a JSON object hook id -> [id, status]) into `out`.
+void read_next(const pqxx::row& row, pqxx::row::size_type first, SnapshotStore::SealAndNext& out)
+{
+    out.next = claimed_snapshot(row, first);
+    const auto results = row[first + 6].is_null() ? nlohmann::json::object() : nlohmann::json::parse(row[first + 6].c_str());
+    for (const auto& [hook, state] : results.items()) {
+        out.next_results[hook] = ResultState{state.at(0).get<std::string>(), state.at(1).get<std::string>()};
+    }
 }
 
 } // namespace
@@ -299,7 +311,24 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
     auto r = exec_autocommit_params(m_conn, "snapshot_store.seal." + process_table::exits_variant_name(exits.size()),
                                     sql[process_table::exits_variant(exits.size())],
                                     seal_parameters({m_snapshot_id, m_owner, held_results()}, exits));
-    require(r, "sealing");
+    if (r.empty()) {
+        return sealed_already();
+    }
+    return r[0][0].as<std::string>();
+}
+
+std::string SnapshotStore::sealed_already()
+{
+    // The seal statement matched nothing: the lease is gone. It may be gone
+    // because this very seal committed on an earlier try and the reply was lost
+    // with the connection (ride_out ran it again): then the row says we sealed it.
+    auto r = exec_autocommit(m_conn, "snapshot_store.sealed_already",
+                             "SELECT outcome FROM snapshot WHERE id = $1 AND status = 'sealed' AND sealed_by = $2",
+                             m_snapshot_id, m_owner);
+    if (r.empty()) {
+        throw LeaseLost(fmt::format("lost the lease on snapshot {} while sealing", m_snapshot_id));
+    }
+    log::info("snapshot seal found committed by an earlier try", {{"snapshot_id", m_snapshot_id}});
     return r[0][0].as<std::string>();
 }
 
@@ -352,15 +381,28 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
                                          hooks_json(hooks)},
                                         exits),
                         m_crawl_id, host_limited);
-    require(r, "sealing");
+    if (r.empty()) {
+        // As in seal(): if the statement committed on an earlier try, so did its
+        // claim, and the snapshot it claimed is leased to us.
+        SealAndNext out;
+        out.outcome = sealed_already();
+        auto next = exec_autocommit(
+            m_conn, "snapshot_store.claimed_already",
+            "SELECT s.id, s.lease_owner, s.attempts, 1, s.url, s.depth, "
+            "  (SELECT jsonb_object_agg(a.hook_name, jsonb_build_array(a.id, a.status))::text "
+            "   FROM archive_result a WHERE a.snapshot_id = s.id) "
+            "FROM snapshot s WHERE s.crawl_id = $1 AND (s.lease_owner = $2) IS TRUE AND s.status <> 'sealed' "
+            "ORDER BY s.started_at DESC LIMIT 1",
+            m_crawl_id, m_owner);
+        if (!next.empty()) {
+            read_next(next[0], 0, out);
+        }
+        return out;
+    }
     SealAndNext out;
     out.outcome = r[0][0].as<std::string>();
     if (!r[0][1].is_null()) {
-        out.next = claimed_snapshot(r[0], 1);
-        const auto results = r[0][7].is_null() ? nlohmann::json::object() : nlohmann::json::parse(r[0][7].c_str());
-        for (const auto& [hook, state] : results.items()) {
-            out.next_results[hook] = ResultState{state.at(0).get<std::string>(), state.at(1).get<std::string>()};
-        }
+        read_next(r[0], 1, out);
     }
     return out;
 }

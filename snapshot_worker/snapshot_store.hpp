@@ -75,7 +75,10 @@ public:
     // outcome. Does not wait for the WAL flush: the crawl's seal is the durable
     // point (see snapshot_store.cpp). The same statement writes `exits`, hook
     // exits its supervisor held (Supervisor::take_held_exits), even when the
-    // seal finds the lease gone.
+    // seal finds the lease gone. A seal that committed on an earlier try (the
+    // reply lost with the connection: ride_out runs it again) is recognised by
+    // the row's sealed_by and returns its outcome; throws LeaseLost when the
+    // lease is gone otherwise.
     std::string seal(const std::vector<process_table::HeldExit>& exits = {});
     // What a worker that takes snapshot after snapshot does between two, in one
     // statement: seal() and, only if that sealed, claim_due_snapshots of the
@@ -84,7 +87,9 @@ public:
     // `hooks` in the same statement (what ensure_results() returns for it).
     // `exits` as for seal(). `host_limited`: the crawl has per-host rules
     // (ClaimScope::host_limited; the statement then waits for the crawl's claim
-    // lock). Throws LeaseLost when the seal finds the lease gone.
+    // lock). Throws LeaseLost when the seal finds the lease gone, except when
+    // the statement committed on an earlier try, as for seal(): then returns
+    // what it sealed and claimed, read back.
     struct SealAndNext {
         std::string outcome;
         std::optional<ClaimedSnapshot> next;
@@ -96,6 +101,9 @@ public:
 
 private:
     void require(const pqxx::result& r, const char* what) const;
+    // After a seal statement matched nothing: the outcome if the snapshot was
+    // sealed by us (sealed_by), else throws LeaseLost.
+    std::string sealed_already();
     // Every held write, taken out, as the seal statements' JSON parameter.
     std::string held_results();
     pqxx::connection& m_conn;

@@ -2,13 +2,16 @@
 // claim, against a real PostgreSQL: exclusivity under concurrency, the rows it must
 // not take, attempts, the owner rows, and adoption by the worker (Lease::adopt).
 
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 #include "common/host_rules.hpp"
 #include "common/lease.hpp"
 #include "common/random_id.hpp"
 #include "common/snapshot_claims.hpp"
+#include "crawl_worker/crawl_store.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"
+#include "tests/support/reply_dropping_proxy.hpp"
 
 #include <catch2/catch.hpp>
 
@@ -72,6 +75,23 @@ struct ClaimFixture {
         }
         return out;
     }
+};
+
+// A connection through a ReplyDroppingProxy, whose losses are waited for as in a
+// worker (an outage grace of 10 s, reset on destruction).
+struct Proxied {
+    ReplyDroppingProxy proxy;
+    pqxx::connection conn;
+
+    explicit Proxied(const std::string& url) : proxy(url), conn(proxy.url())
+    {
+        OutagePolicy policy;
+        policy.grace = std::chrono::seconds(10);
+        set_outage_policy(policy);
+    }
+    ~Proxied() { set_outage_policy({}); }
+    Proxied(const Proxied&) = delete;
+    Proxied& operator=(const Proxied&) = delete;
 };
 
 } // namespace
@@ -573,4 +593,134 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
         CHECK(claimed == 5);
         CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");
     }
+}
+
+// A seal clears the lease it is fenced on, in one autocommit statement. When the
+// connection breaks between that commit and its reply, ride_out runs the same
+// statement again on a new connection (common/database_outage.hpp): these run it
+// twice, as that retry does, and then as a worker that never held the lease.
+TEST_CASE("a seal run again after it committed is recognised as ours by sealed_by - not as a lost lease", "[snapshot_claims]")
+{
+    ClaimFixture f(3);
+    const auto self = random_uuid();
+    const auto first = f.first_claim(self);
+    SnapshotStore store(*f.conn, first.snapshot_id, f.crawl_id);
+    store.set_owner(self);
+    CHECK(store.seal() == "succeeded");
+    CHECK(f.scalar("SELECT sealed_by FROM snapshot WHERE id = " + f.quote(first.snapshot_id)) == self);
+    CHECK(store.seal() == "succeeded");
+    SnapshotStore stranger(*f.conn, first.snapshot_id, f.crawl_id);
+    stranger.set_owner(random_uuid());
+    CHECK_THROWS_AS(stranger.seal(), LeaseLost);
+
+    std::vector<Hook> hooks(1);
+    hooks[0].plugin = "p";
+    hooks[0].file_name = "on_Snapshot__10_a.sh";
+    const auto second = f.first_claim(self);
+    SnapshotStore continuing(*f.conn, second.snapshot_id, f.crawl_id);
+    continuing.set_owner(self);
+    const auto step = continuing.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks);
+    REQUIRE(step.next);
+    const auto again = continuing.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks);
+    CHECK(again.outcome == step.outcome);
+    // What the first run claimed, read back: nothing claimed twice, no attempt counted twice.
+    REQUIRE(again.next);
+    CHECK(again.next->snapshot_id == step.next->snapshot_id);
+    CHECK(again.next->owner == self);
+    CHECK(again.next->attempts == 1);
+    CHECK(again.next->url == step.next->url);
+    REQUIRE(again.next_results.size() == 1);
+    CHECK(again.next_results.at("p/on_Snapshot__10_a.sh").id == step.next_results.at("p/on_Snapshot__10_a.sh").id);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "1");
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND sealed_by = " + f.quote(self)) == "2");
+
+    SnapshotStore other(*f.conn, second.snapshot_id, f.crawl_id);
+    other.set_owner(random_uuid());
+    CHECK_THROWS_AS(other.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks), LeaseLost);
+
+    // The crawl's own seal, the same way.
+    CrawlStore crawl(*f.conn, f.crawl_id);
+    crawl.set_owner(f.crawl_owner);
+    const auto outcome = crawl.seal(std::nullopt, std::nullopt);
+    CHECK(f.scalar("SELECT sealed_by FROM crawl") == f.crawl_owner);
+    CHECK(crawl.seal(std::nullopt, std::nullopt) == outcome);
+    CHECK(f.scalar("SELECT count(*) FROM event WHERE kind = 'crawl.sealed'") == "1");
+    CrawlStore usurper(*f.conn, f.crawl_id);
+    usurper.set_owner(random_uuid());
+    CHECK_THROWS_AS(usurper.seal(std::nullopt, std::nullopt), LeaseLost);
+}
+
+TEST_CASE("a seal whose reply is lost with the connection after it committed - the retry on a new connection finds "
+          "it sealed by us and goes on",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(2);
+    Proxied proxied(f.db.url());
+    auto& proxy = proxied.proxy;
+    auto& through = proxied.conn;
+    std::vector<Hook> hooks(1);
+    hooks[0].plugin = "p";
+    hooks[0].file_name = "on_Snapshot__10_a.sh";
+    const auto self = random_uuid();
+    const auto first = f.first_claim(self);
+
+    SnapshotStore store(through, first.snapshot_id, f.crawl_id);
+    store.set_owner(self);
+    proxy.arm_statement("snapshot_store.seal_and_claim_next");
+    const auto step = store.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks);
+    CHECK(proxy.dropped() == 1);
+    CHECK(step.outcome == "succeeded");
+    REQUIRE(step.next);
+    CHECK(step.next->attempts == 1);
+    CHECK(step.next_results.count("p/on_Snapshot__10_a.sh") == 1);
+    CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = " + f.quote(step.next->snapshot_id)) == self);
+
+    SnapshotStore last(through, step.next->snapshot_id, f.crawl_id);
+    last.set_owner(self);
+    proxy.arm_statement("snapshot_store.seal.");
+    CHECK(last.seal() == "succeeded");
+    CHECK(proxy.dropped() == 2);
+
+    CrawlStore crawl(through, f.crawl_id);
+    crawl.set_owner(f.crawl_owner);
+    proxy.arm_statement("crawl_store.seal");
+    CHECK(crawl.seal(std::nullopt, std::nullopt) == "succeeded");
+    CHECK(proxy.dropped() == 3);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND sealed_by = " + f.quote(self)) == "2");
+    CHECK(f.scalar("SELECT status || '/' || sealed_by FROM crawl") == "sealed/" + f.crawl_owner);
+}
+
+TEST_CASE("a claim whose reply is lost with the connection after it committed is found again by its owners - not "
+          "claimed a second time",
+          "[snapshot_claims]")
+{
+    ClaimFixture f(10);
+    f.exec("UPDATE crawl SET max_per_host = 10");
+    Proxied proxied(f.db.url());
+    auto& proxy = proxied.proxy;
+    auto& through = proxied.conn;
+    const auto check = [&](const std::vector<ClaimedSnapshot>& claims, const std::vector<std::string>& owners) {
+        REQUIRE(claims.size() == owners.size());
+        for (std::size_t i = 0; i < owners.size(); ++i) {
+            CHECK(claims[i].owner == owners[i]);
+            CHECK(claims[i].attempts == 1);
+            CHECK(f.scalar("SELECT lease_owner FROM snapshot WHERE id = " + f.quote(claims[i].snapshot_id)) == owners[i]);
+        }
+    };
+
+    // Batched: one statement in autocommit, its reply lost.
+    const auto owners = ClaimFixture::owners(3);
+    proxy.arm_statement("snapshot_claims.claim_due");
+    check(claim_due_snapshots(through, f.crawl_id, f.crawl_owner, owners, k_ttl), owners);
+    CHECK(proxy.dropped() == 1);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "3");
+
+    // Host-limited: a transaction per claim, the reply to its COMMIT lost.
+    ClaimScope hosts;
+    hosts.host_limited = true;
+    const auto more = ClaimFixture::owners(2);
+    proxy.arm_statement_commit("snapshot_claims.claim_due.hosts");
+    check(claim_due_snapshots(through, f.crawl_id, f.crawl_owner, more, k_ttl, hosts), more);
+    CHECK(proxy.dropped() == 2);
+    CHECK(f.scalar("SELECT count(*) FROM snapshot WHERE lease_owner IS NOT NULL") == "5");
 }
