@@ -86,6 +86,11 @@ int guarded_main(CLI::App& app, int argc, char** argv, const std::function<int()
         return report(app, e.code(), e.what());
     } catch (const pqxx::broken_connection& e) {
         return report(app, ExitCode::database_unavailable, fmt::format("lost the database connection: {}", e.what()));
+    } catch (const pqxx::in_doubt_error& e) {
+        return report(app, ExitCode::database_unavailable,
+                      fmt::format("lost the database connection while committing (the commit may or may not have "
+                                  "happened): {}",
+                                  e.what()));
     } catch (const pqxx::sql_error& e) {
         return report(app, ExitCode::internal_error, fmt::format("database error: {} (query: {})", e.what(), e.query()));
     } catch (const std::exception& e) {

@@ -40,6 +40,12 @@ std::string dump_lenient(const nlohmann::json& value)
 
 } // namespace
 
+// Every insert of a process row: the row's id is made by the writer, fresh, so
+// the only row that can already hold it is the writer's own, committed by an
+// earlier try whose reply was lost with the connection (ride_out runs the insert
+// again). It stands; without this the retry failed on the key.
+constexpr const char* k_insert_once = " ON CONFLICT (id) DO NOTHING";
+
 PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, const std::vector<HeldExit>& exits)
 {
     // The exits are written by key (exits_ctes): the insert runs on every launch
@@ -54,7 +60,7 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
                           " SELECT $1::uuid, $2::text, $3::uuid, $4::text, 'queued', $5::jsonb, $6::jsonb, $7::text,"
                           " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text,"
                           " $15::text, $16::uuid, $17::uuid, $18::uuid FROM " +
-                              std::string(k_async_commit));
+                              std::string(k_async_commit) + k_insert_once);
     });
     std::vector<std::optional<std::string>> params{
         row.id,          row.machine_id,  row.parent_id,   row.process_type,           dump_lenient(row.cmd),
@@ -80,7 +86,7 @@ PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vect
         " FROM jsonb_to_recordset($1::jsonb) AS r(id uuid, machine_id text, parent_id uuid, process_type text,"
         "   cmd jsonb, env jsonb, pwd text, timeout_s double precision, cookie text, containment text,"
         "   cgroup_path text, stdout_path text, stderr_path text, plugin text, hook_name text, crawl_id uuid,"
-        "   snapshot_id uuid, archive_result_id uuid), " + std::string(k_async_commit);
+        "   snapshot_id uuid, archive_result_id uuid), " + std::string(k_async_commit) + k_insert_once;
     auto json_or_null = [](const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(); };
     auto out = nlohmann::json::array();
     for (const auto& row : rows) {
@@ -121,7 +127,8 @@ void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIden
             " archive_result_id, started_at, heartbeat_at, pid, boot_id, start_ticks, pidfs_ino, pgid)"
             " VALUES ($1::uuid, $2::text, $3::uuid, $4::text, 'running', $5::jsonb, $6::jsonb, $7::text,"
             " $8::double precision, $9::text, $10::text, $11::text, $12::text, $13::text, $14::text, $15::text,"
-            " $16::uuid, $17::uuid, $18::uuid, now(), now(), $19, $20, $21, $22, $23)",
+            " $16::uuid, $17::uuid, $18::uuid, now(), now(), $19, $20, $21, $22, $23)" +
+                std::string(k_insert_once),
             row.id, row.machine_id, param(row.parent_id), row.process_type, cmd, env, param(row.pwd),
             param(timeout_s), param(row.cookie), param(row.containment), param(row.cgroup_path), param(row.stdout_path),
             param(row.stderr_path), param(row.plugin), param(row.hook_name), param(row.crawl_id), param(row.snapshot_id),

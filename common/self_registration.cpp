@@ -1,6 +1,7 @@
 #include "common/self_registration.hpp"
 
 #include "common/command_line.hpp"
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/machine.hpp"
@@ -100,10 +101,10 @@ SelfRow register_self(pqxx::connection& conn, const SelfRegistration& registrati
     row.crawl_id = reg.crawl_id;
     row.snapshot_id = reg.snapshot_id;
     process_table::insert_running(conn, row, *identity, ::getpgrp());
-    pqxx::work tx(conn);
-    tx.exec_params0("UPDATE process SET worker_type = $2, data_dir = $3 WHERE id = $1", row.id, reg.worker_type,
-                    reg.data_dir);
-    tx.commit();
+    ride_out_transaction(conn, [&](pqxx::work& tx) {
+        tx.exec_params0("UPDATE process SET worker_type = $2, data_dir = $3 WHERE id = $1", row.id, reg.worker_type,
+                        reg.data_dir);
+    });
     return SelfRow{row.id, true, std::nullopt};
 }
 

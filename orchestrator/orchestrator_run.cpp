@@ -60,6 +60,30 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
             throw Error(ExitCode::already_running, "the running orchestrator did not stop in time");
         }
     }
+    // From here on a lost connection is waited for (database_outage.hpp), the crawl
+    // workers running on; before, the run ends with exit 4 and nothing started.
+    // The server forgot our gate with the session: taken again first, and should
+    // another orchestrator hold it by then, we stop as if asked to (SIGTERM to
+    // ourselves: the loop winds down as on any stop). The outage is journaled
+    // once per machine, by us (workers only log it), once we have a row.
+    std::optional<std::string> self_id;
+    set_outage_policy({outage_grace_from_env(), stop.fd(), {},
+                       [&gate, &conn, &self_id](std::chrono::milliseconds down, const std::string& error) {
+                           if (!gate.try_acquire()) {
+                               log::error("another orchestrator took the gate while the database was unreachable; "
+                                          "stopping");
+                               ::kill(::getpid(), SIGTERM);
+                           }
+                           if (!self_id) {
+                               return;
+                           }
+                           Event outage{"database.outage",
+                                        fmt::format("database unreachable for {} ms; ridden out, workers kept running",
+                                                    down.count())};
+                           outage.process_id = *self_id;
+                           outage.detail = {{"down_ms", down.count()}, {"error", error}};
+                           record_event(conn, "orchestrator", outage);
+                       }});
     // The previous holder may have crashed: close its rows before taking its place.
     RecoveryOptions ro;
     ro.containment.scope = containment_scope(data_dir.string());
@@ -70,6 +94,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     reg.process_type = "orchestrator";
     reg.data_dir = data_dir.string();
     auto self = register_self(conn, reg);
+    self_id = self.id;
     log::set_context("self", self.id);
     auto metrics = options.metrics_listen.empty()
                        ? nullptr
@@ -90,25 +115,6 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
         started.detail["leftover_trees_killed"] = leftovers.killed_on_recovery;
     }
     record_event(conn, "orchestrator", started);
-    // From here on a lost connection is waited for (database_outage.hpp), the crawl
-    // workers running on. The server forgot our gate with the session: taken
-    // again first, and should another orchestrator hold it by then, we stop as
-    // if asked to (SIGTERM to ourselves: the loop winds down as on any stop).
-    // The outage is journaled once per machine, by us (workers only log it).
-    set_outage_policy({outage_grace_from_env(), stop.fd(), {},
-                       [&gate, &conn, self_id = self.id](std::chrono::milliseconds down, const std::string& error) {
-                           if (!gate.try_acquire()) {
-                               log::error("another orchestrator took the gate while the database was unreachable; "
-                                          "stopping");
-                               ::kill(::getpid(), SIGTERM);
-                           }
-                           Event outage{"database.outage",
-                                        fmt::format("database unreachable for {} ms; ridden out, workers kept running",
-                                                    down.count())};
-                           outage.process_id = self_id;
-                           outage.detail = {{"down_ms", down.count()}, {"error", error}};
-                           record_event(conn, "orchestrator", outage);
-                       }});
     OrchestratorLoop orchestrator(db, machine, data_dir, common, options, stop, lease_ttl, max_log_bytes);
     auto record_stop = [&](int exit_code, const std::string& why) {
         Event stopped{"orchestrator.stopped", fmt::format("orchestrator stopped (exit {}{})", exit_code, why)};

@@ -2,6 +2,7 @@
 
 #include "common/array_parameter.hpp"
 #include "common/autocommit_statement.hpp"
+#include "common/random_id.hpp"
 
 namespace orch {
 
@@ -15,19 +16,45 @@ std::vector<ClaimedCrawl> claim_due_crawls(pqxx::connection& conn, std::size_t l
     // accepts a lease that names its row, or none): a claim lost in a database crash
     // leaves the crawl unleased, and our worker takes it then, or finds another's
     // lease and exits 8. The CTE is an optimisation fence: LIMIT applies before the
-    // UPDATE touches rows.
-    auto r = exec_autocommit(conn, "work_queue.claim_due_crawls",
-                             std::string("WITH due AS ("
-                                         "  SELECT id FROM crawl "
-                                         "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
-                                         "    AND (lease_owner IS NULL OR (lease_expires_at < now() "
-                                         "         AND lease_owner <> ALL ($3::uuid[]))) "
-                                         "  ORDER BY retry_at, created_at LIMIT $1 FOR UPDATE SKIP LOCKED) "
-                                         "UPDATE crawl c SET lease_owner = gen_random_uuid(), "
-                                         "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
-                                         "FROM due, ") +
-                                 k_async_commit + " WHERE c.id = due.id RETURNING c.id, c.lease_owner",
-                             static_cast<long>(limit), static_cast<double>(ttl.count()), array_parameter(live_owners));
+    // UPDATE touches rows; row_number may not share a SELECT with FOR UPDATE, so
+    // the pairing with the owners happens in the next CTE.
+    // The worker row ids are made here, fresh for each call: when the connection
+    // breaks after the claim committed, the retry finds the crawls leased to them
+    // (ride_out_in_doubt) instead of leaving them booked for workers that never
+    // start until their leases expire.
+    std::vector<std::string> owners;
+    for (std::size_t i = 0; i < limit; ++i) {
+        owners.push_back(random_uuid());
+    }
+    const auto owner_ids = array_parameter(owners);
+    auto r = ride_out_in_doubt(
+        conn,
+        [&] {
+            conn.prepare("work_queue.claim_due_crawls",
+                         std::string("WITH due AS ("
+                                     "  SELECT id FROM crawl "
+                                     "  WHERE status IN ('queued', 'started') AND retry_at <= now() "
+                                     "    AND (lease_owner IS NULL OR (lease_expires_at < now() "
+                                     "         AND lease_owner <> ALL ($3::uuid[]))) "
+                                     "  ORDER BY retry_at, created_at LIMIT cardinality($1::uuid[]) "
+                                     "  FOR UPDATE SKIP LOCKED), "
+                                     "numbered AS (SELECT id, row_number() OVER () AS n FROM due), "
+                                     "owners AS (SELECT o, n FROM unnest($1::uuid[]) WITH ORDINALITY AS t(o, n)) "
+                                     "UPDATE crawl c SET lease_owner = owners.o, "
+                                     "  lease_expires_at = now() + make_interval(secs => $2), modified_at = now() "
+                                     "FROM numbered JOIN owners ON owners.n = numbered.n, ") +
+                             k_async_commit + " WHERE c.id = numbered.id RETURNING c.id, c.lease_owner");
+            pqxx::nontransaction tx(conn);
+            return tx.exec_prepared("work_queue.claim_due_crawls", owner_ids, static_cast<double>(ttl.count()),
+                                    array_parameter(live_owners));
+        },
+        [&]() -> std::optional<pqxx::result> {
+            conn.prepare("work_queue.claimed_before",
+                         "SELECT id, lease_owner FROM crawl WHERE lease_owner = ANY($1::uuid[]) AND status <> 'sealed'");
+            pqxx::nontransaction tx(conn);
+            auto earlier = tx.exec_prepared("work_queue.claimed_before", owner_ids);
+            return earlier.empty() ? std::nullopt : std::optional<pqxx::result>(std::move(earlier));
+        });
     std::vector<ClaimedCrawl> out;
     for (const auto& row : r) {
         out.push_back(ClaimedCrawl{row[0].as<std::string>(), row[1].as<std::string>()});
