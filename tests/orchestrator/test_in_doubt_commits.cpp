@@ -19,66 +19,113 @@ using namespace orch::test;
 
 namespace {
 
-constexpr int k_urls = 3;
-constexpr int k_hooks = 2;
+// What a crawl of the sweep is made of, and what it must leave.
+struct Shape {
+    std::function<void(OrchFixture&)> write_hooks;
+    std::vector<std::string> add_options;
+    int seeds = 0;
+    int snapshots = 0;       // sealed succeeded at the end
+    int snapshot_hooks = 0;  // logging hooks per snapshot, each run once
+    int crawl_hooks = 0;     // hook rows of the crawl's own hooks
+};
 
 struct InDoubtRun {
     OrchFixture f;
     ReplyDroppingProxy proxy{f.db.url()};
+    Shape shape;
     int crawls = 0;
 
-    InDoubtRun()
+    explicit InDoubtRun(Shape s) : shape(std::move(s)) { shape.write_hooks(f); }
+
+    std::unique_ptr<SpawnedProcess> start_orchestrator()
     {
-        // Long enough for the deferred writes (a running row, a held result) to be made on their own.
-        f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 0.3);
-        f.write_logging_hook("fast", "on_Snapshot__20_fast.sh", 0, ":\n");
+        return std::make_unique<SpawnedProcess>(
+            std::vector<std::string>{bin_path("orchestrator").string(), "--database-url", proxy.url(), "--data-dir",
+                                     f.data.string(), "--machine-id", "machine-a", "--max-snapshot-workers", "2"},
+            f.env({{"DB_OUTAGE_GRACE", "30"}}));
     }
 
-    // One crawl of k_urls URLs by a one-shot orchestrator connected through the
-    // proxy; `arm` arms it once the crawl is added. Checks how the crawl ended.
+    std::string add()
+    {
+        return f.add_crawl(OrchFixture::site_urls(shape.seeds, "http://site" + std::to_string(++crawls) + ".test/"),
+                           shape.add_options);
+    }
+
+    // A crawl with nothing lost: which prepared statements and how many COMMITs a crawl sends.
+    std::pair<std::vector<std::string>, int> learn()
+    {
+        const auto commits = proxy.commits();
+        const auto id = add();
+        auto orchestrator = start_orchestrator();
+        REQUIRE(orchestrator->wait_for(std::chrono::seconds(60)));
+        INFO(describe(*orchestrator));
+        REQUIRE(orchestrator->exit_code() == 0);
+        REQUIRE(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
+        return {proxy.statements(), proxy.commits() - commits};
+    }
+
+    // One crawl by a one-shot orchestrator connected through the proxy; `arm`
+    // arms it once the crawl is added. Checks how the crawl ended.
     void crawl(const std::string& what, const std::function<void()>& arm)
     {
         INFO(what);
-        const auto id = f.add_crawl(OrchFixture::site_urls(k_urls, "http://site.test/" + std::to_string(++crawls) + "/"));
+        const auto id = add();
         const int dropped = proxy.dropped();
         arm();
-        SpawnedProcess orchestrator({bin_path("orchestrator").string(), "--database-url", proxy.url(), "--data-dir",
-                                     f.data.string(), "--machine-id", "machine-a", "--max-snapshot-workers", "2"},
-                                    f.env({{"DB_OUTAGE_GRACE", "30"}}));
-        const bool ended = orchestrator.wait_for(std::chrono::seconds(60));
+        auto orchestrator = start_orchestrator();
+        const bool ended = orchestrator->wait_for(std::chrono::seconds(60));
         proxy.disarm();
-        INFO(describe(orchestrator));
+        INFO(describe(*orchestrator));
         REQUIRE(ended);
-        CHECK(orchestrator.exit_code() == 0);
+        CHECK(orchestrator->exit_code() == 0);
         CHECK(proxy.dropped() == dropped + 1);
 
         const auto crawl = f.quote(id);
         CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + crawl) == "sealed/succeeded");
+        CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + crawl) == shape.snapshots);
         CHECK(f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + crawl +
-                      " AND status = 'sealed' AND outcome = 'succeeded'") == k_urls);
+                      " AND status = 'sealed' AND outcome = 'succeeded'") == shape.snapshots);
         CHECK(f.count("SELECT count(*) FROM archive_result a JOIN snapshot s ON s.id = a.snapshot_id "
-                      "WHERE s.crawl_id = " + crawl + " AND a.status = 'succeeded'") == k_urls * k_hooks);
+                      "WHERE s.crawl_id = " + crawl + " AND a.status = 'succeeded'") ==
+              shape.snapshots * shape.snapshot_hooks);
         CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook' AND crawl_id = " + crawl) ==
-              k_urls * k_hooks);
+              shape.snapshots * shape.snapshot_hooks + shape.crawl_hooks);
         CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
         CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND crawl_id = " + crawl +
                       " AND exit_code IS DISTINCT FROM 0") == 0);
-        // Each hook ran once on each snapshot.
-        std::map<std::pair<std::string, std::string>, int> runs;
-        const auto snapshots = f.rows("SELECT id FROM snapshot WHERE crawl_id = " + crawl);
+        // Each snapshot hook ran once on each snapshot.
         std::set<std::string> ours;
-        for (const auto& row : snapshots) {
+        for (const auto& row : f.rows("SELECT id FROM snapshot WHERE crawl_id = " + crawl)) {
             ours.insert(row[0]);
         }
+        std::map<std::pair<std::string, std::string>, int> runs;
         for (const auto& run : f.hook_runs()) {
             if (ours.count(run.snapshot) != 0) {
                 ++runs[{run.snapshot, run.hook}];
             }
         }
-        CHECK(runs.size() == static_cast<std::size_t>(k_urls * k_hooks));
+        CHECK(runs.size() == static_cast<std::size_t>(shape.snapshots * shape.snapshot_hooks));
         for (const auto& [key, n] : runs) {
             INFO(key.first << " " << key.second);
             CHECK(n == 1);
+        }
+    }
+
+    void sweep(const std::string& name)
+    {
+        const auto [statements, commits] = learn();
+        std::string names;
+        for (const auto& statement : statements) {
+            names += (names.empty() ? "" : ", ") + statement;
+        }
+        MEASURE("in-doubt sweep, " << name << ": " << statements.size() << " prepared statements (" << names
+                                   << ") and " << commits << " COMMITs in a crawl");
+        REQUIRE(statements.size() >= 10);
+        for (const auto& statement : statements) {
+            crawl("statement " + statement, [&] { proxy.arm_statement(statement); });
+        }
+        for (int nth = 1; nth <= commits; ++nth) {
+            crawl("COMMIT " + std::to_string(nth), [&] { proxy.arm_commit(nth); });
         }
     }
 };
@@ -88,26 +135,34 @@ struct InDoubtRun {
 TEST_CASE("a commit whose reply is lost - each write of a crawl in turn - the crawl ends as if nothing happened",
           "[in_doubt]")
 {
-    InDoubtRun run;
-    // A crawl with nothing lost first: which statements and how many COMMITs a crawl sends.
-    const auto before = run.proxy.commits();
-    const auto id = run.f.add_crawl(OrchFixture::site_urls(k_urls, "http://site.test/0/"));
-    SpawnedProcess clean({bin_path("orchestrator").string(), "--database-url", run.proxy.url(), "--data-dir",
-                          run.f.data.string(), "--machine-id", "machine-a", "--max-snapshot-workers", "2"},
-                         run.f.env());
-    REQUIRE(clean.wait_for(std::chrono::seconds(60)));
-    REQUIRE(clean.exit_code() == 0);
-    REQUIRE(run.f.scalar("SELECT outcome FROM crawl WHERE id = " + run.f.quote(id)) == "succeeded");
-    const auto statements = run.proxy.statements();
-    const auto commits = run.proxy.commits() - before;
-    MEASURE("in-doubt sweep: " << statements.size() << " prepared statements and " << commits
-                               << " COMMITs in a crawl of " << k_urls << " URLs");
-    REQUIRE(statements.size() >= 10);
+    Shape plain;
+    plain.write_hooks = [](OrchFixture& f) {
+        // Long enough for the deferred writes (a running row, a held result) to be made on their own.
+        f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 0.3);
+        f.write_logging_hook("fast", "on_Snapshot__20_fast.sh", 0, ":\n");
+    };
+    plain.seeds = plain.snapshots = 3;
+    plain.snapshot_hooks = 2;
+    InDoubtRun(plain).sweep("3 URLs, 2 hooks");
+}
 
-    for (const auto& statement : statements) {
-        run.crawl("statement " + statement, [&] { run.proxy.arm_statement(statement); });
-    }
-    for (int nth = 1; nth <= commits; ++nth) {
-        run.crawl("COMMIT " + std::to_string(nth), [&] { run.proxy.arm_commit(nth); });
-    }
+TEST_CASE("a commit whose reply is lost - each write of a crawl with crawl hooks - discovery and a per-host limit - "
+          "the crawl ends as if nothing happened",
+          "[in_doubt]")
+{
+    Shape rich;
+    rich.write_hooks = [](OrchFixture& f) {
+        // A background crawl hook that lives until the crawl's teardown, and one at its end.
+        f.write_hook("daemon", "on_Crawl__10_daemon.bg.sh", "sleep 30 &\nwait\n");
+        f.write_hook("end", "on_CrawlEnd__10_end.sh", ":\n");
+        f.write_logging_hook("links", "on_Snapshot__10_links.sh", 0,
+                             "case \"$url\" in */a) ;; *) printf '{\"type\":\"Snapshot\",\"url\":\"%s/a\"}\\n' "
+                             "\"$url\" ;; esac\n");
+    };
+    rich.add_options = {"--depth", "1", "--max-per-host", "1"};
+    rich.seeds = 2;
+    rich.snapshots = 4;
+    rich.snapshot_hooks = 1;
+    rich.crawl_hooks = 2;
+    InDoubtRun(rich).sweep("2 URLs at depth 1, crawl hooks, max_per_host 1");
 }
