@@ -178,8 +178,9 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
             tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                             "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
                             snapshot_id, error);
-            tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, sealed_at = clock_timestamp(), "
-                            " sealed_by = $3, retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+            tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, "
+                            " sealed_at = clock_timestamp(), sealed_by = $3, retry_at = NULL, lease_owner = NULL, "
+                            " lease_expires_at = NULL, modified_at = now() "
                             "WHERE id = $1",
                             snapshot_id, error, m_owner);
         } else {
@@ -214,8 +215,9 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
                         "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
                         "  AND ar.status IN ('queued', 'started')",
                         m_crawl_id, reason);
-        auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, sealed_at = clock_timestamp(), "
-                                " sealed_by = $4, retry_at = NULL, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
+        auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, "
+                                " sealed_at = clock_timestamp(), sealed_by = $4, retry_at = NULL, lease_owner = NULL, "
+                                " lease_expires_at = NULL, modified_at = now() "
                                 "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
                                 m_crawl_id, outcome, reason, m_owner);
         return static_cast<int>(r.size());

@@ -166,6 +166,14 @@ TEST_CASE("crawl_worker: a snapshot whose worker always dies is sealed failed af
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'worker' AND term_signal = 9") == 2);
     CHECK(f.scalar("SELECT outcome FROM snapshot WHERE url = 'http://site.test/2'") == "succeeded");
     CHECK(f.scalar("SELECT status || '/' || outcome FROM crawl WHERE id = " + f.quote(id)) == "sealed/partial");
+    // Who sealed what (sealed_by): the crawl worker the snapshot it gave up on and
+    // the crawl, a snapshot worker the one it archived.
+    const auto sealer = [&](const std::string& table, const std::string& where) {
+        return f.scalar("SELECT p.worker_type FROM " + table + " t JOIN process p ON p.id = t.sealed_by WHERE " + where);
+    };
+    CHECK(sealer("snapshot", "t.url = 'http://site.test/1'") == "crawl");
+    CHECK(sealer("snapshot", "t.url = 'http://site.test/2'") == "snapshot");
+    CHECK(sealer("crawl", "t.id = " + f.quote(id)) == "crawl");
     check_nothing_left(f);
 }
 
