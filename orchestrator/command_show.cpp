@@ -18,7 +18,7 @@ constexpr const char* k_crawl =
     "  'outcome', c.outcome, 'seal_reason', c.seal_reason, 'max_depth', c.max_depth, 'max_urls', c.max_urls,"
     "  'max_per_host', c.max_per_host, 'host_delay_s', c.host_delay_s,"
     "  'attempts', c.attempts, 'lease_owner', c.lease_owner, 'cancel_requested_at', c.cancel_requested_at,"
-    "  'created_at', c.created_at, 'started_at', c.started_at, 'sealed_at', c.sealed_at,"
+    "  'created_at', c.created_at, 'started_at', c.started_at, 'sealed_at', c.sealed_at, 'sealed_by', c.sealed_by,"
     "  'paused_at', c.paused_at, 'paused_s', c.paused_s,"
     "  'snapshots', jsonb_build_object('total', p.snapshots, 'queued', p.queued, 'started', p.started,"
     "     'sealed', p.sealed, 'succeeded', p.succeeded, 'partial', p.partial, 'failed', p.failed,"
@@ -52,7 +52,7 @@ constexpr const char* k_snapshot =
     "SELECT jsonb_build_object('id', s.id, 'crawl_id', s.crawl_id, 'url', s.url, 'depth', s.depth, 'title', s.title,"
     "  'status', s.status, 'outcome', s.outcome, 'error', s.error, 'attempts', s.attempts,"
     "  'lease_owner', s.lease_owner, 'created_at', s.created_at, 'started_at', s.started_at,"
-    "  'sealed_at', s.sealed_at)::text "
+    "  'sealed_at', s.sealed_at, 'sealed_by', s.sealed_by)::text "
     "FROM snapshot s WHERE s.id = $1";
 constexpr const char* k_snapshot_hooks =
     "SELECT jsonb_build_object('id', ar.id, 'plugin', ar.plugin, 'hook_name', ar.hook_name, 'status', ar.status,"
@@ -133,6 +133,12 @@ std::string rate_line(const nlohmann::json& c)
     return line + "; eta " + (eta ? format_duration(eta) : std::string("- (nothing sealed in the last 10 min)"));
 }
 
+// " by <process id>" when the row names the worker whose seal it was.
+std::string sealed_by(const nlohmann::json& row)
+{
+    return row["sealed_by"].is_string() ? " by " + row["sealed_by"].get<std::string>() : std::string();
+}
+
 void print_crawl(const nlohmann::json& c)
 {
     const auto& n = c["snapshots"];
@@ -140,7 +146,7 @@ void print_crawl(const nlohmann::json& c)
                              "sealed    {}\n",
                              str(c, "id"), str(c, "label"), str(c, "status"),
                              c["outcome"].is_null() ? "" : " (" + str(c, "outcome") + ")", url_summary(c["urls"]),
-                             str(c, "created_at"), str(c, "started_at"), str(c, "sealed_at"));
+                             str(c, "created_at"), str(c, "started_at"), str(c, "sealed_at") + sealed_by(c));
     if (!c["max_per_host"].is_null() || !c["host_delay_s"].is_null()) {
         std::string rules;
         if (!c["max_per_host"].is_null()) {
@@ -201,6 +207,9 @@ void print_snapshot(const nlohmann::json& s)
     std::cout << fmt::format("snapshot  {}\ncrawl     {}\nurl       {}\ntitle     {}\nstatus    {}{}\nattempts  {}\n",
                              str(s, "id"), str(s, "crawl_id"), str(s, "url"), str(s, "title"), str(s, "status"),
                              s["outcome"].is_null() ? "" : " (" + str(s, "outcome") + ")", str(s, "attempts"));
+    if (!s["sealed_at"].is_null()) {
+        std::cout << "sealed    " << str(s, "sealed_at") << sealed_by(s) << '\n';
+    }
     if (!s["error"].is_null()) {
         std::cout << "error     " << one_line(s["error"].get<std::string>(), 200) << '\n';
     }

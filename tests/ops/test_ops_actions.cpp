@@ -3,6 +3,8 @@
 
 #include <catch2/catch.hpp>
 
+#include <nlohmann/json.hpp>
+
 #include <filesystem>
 #include <fstream>
 
@@ -107,10 +109,15 @@ TEST_CASE("ops: retry refuses running work and queues failed results - snapshots
     CHECK(running.err.find("crawl " + c1 + " is running") != std::string::npos);
 
     // The crawl worker ends; the crawl is sealed partial, S3 failed too.
+    const std::string sealer = "00000000-0000-4000-8000-00000000beef";
     tree.exec("UPDATE crawl SET status = 'sealed', outcome = 'partial', sealed_at = now(), retry_at = NULL, "
-              "lease_owner = NULL, lease_expires_at = NULL WHERE id = '" + c1 + "'");
+              "lease_owner = NULL, lease_expires_at = NULL, sealed_by = '" + sealer + "' WHERE id = '" + c1 + "'");
     tree.exec("UPDATE snapshot SET status = 'sealed', outcome = 'timed_out', sealed_at = now(), lease_owner = NULL, "
-              "lease_expires_at = NULL WHERE id = '" + s3 + "'");
+              "lease_expires_at = NULL, sealed_by = '" + sealer + "' WHERE id = '" + s3 + "'");
+    // Who sealed it, as `show` says.
+    auto shown = tree.run({"show", "snapshot", s3});
+    CHECK(shown.out.find(" by " + sealer + "\n") != std::string::npos);
+    CHECK(nlohmann::json::parse(tree.run({"show", "crawl", c1, "--json"}).out)["sealed_by"] == sealer);
     auto nothing = tree.run({"retry", s1});
     CHECK(nothing.exit_code == 0);
     CHECK(nothing.out.find("nothing to retry") != std::string::npos);
@@ -127,12 +134,14 @@ TEST_CASE("ops: retry refuses running work and queues failed results - snapshots
                       "' AND plugin = 'title'") == "succeeded");
     CHECK(tree.scalar("SELECT status || '/' || coalesce(outcome, '-') || '/' || (retry_at IS NOT NULL) FROM crawl "
                       "WHERE id = '" + c1 + "'") == "queued/-/true");
+    CHECK(tree.scalar("SELECT count(*) FROM crawl WHERE sealed_by IS NOT NULL") == "0");
     CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s3 + "'") == "sealed");
 
     // The whole crawl: S3 (timed out) is queued again as well.
     auto crawl = tree.run({"retry", c1});
     REQUIRE(crawl.exit_code == 0);
-    CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s3 + "'") == "queued");
+    CHECK(tree.scalar("SELECT status || '/' || coalesce(sealed_by::text, '-') FROM snapshot WHERE id = '" + s3 + "'") ==
+          "queued/-");
     CHECK(tree.scalar("SELECT status FROM snapshot WHERE id = '" + s1 + "'") == "sealed");
 
     CHECK(tree.run({"retry", "00000000-0000-4000-8000-00000000ffff"}).exit_code == 6);
