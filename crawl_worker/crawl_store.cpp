@@ -165,7 +165,11 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
                                   "  AND (lease_owner IS NULL OR lease_owner = $3) FOR UPDATE",
                                   snapshot_id, m_crawl_id, dead_worker);
         if (row.empty()) {
-            return false;
+            // Sealed already, or someone else's lease. Sealed by us: this very
+            // call committed on an earlier try whose reply was lost (ride_out).
+            return !tx.exec_params("SELECT 1 FROM snapshot WHERE id = $1 AND status = 'sealed' AND sealed_by = $2",
+                                   snapshot_id, m_owner)
+                        .empty();
         }
         int attempts = std::max(row[0][0].as<int>(), deaths);
         bool sealed = attempts >= max_attempts;

@@ -70,7 +70,8 @@ public:
     // again after `backoff`, or seals it failed when it had `max_attempts` already.
     // An attempt is the larger of the snapshot's claims and `deaths` (workers of
     // this run that died on it), so workers dying before they claim also count.
-    // Returns true if it was sealed.
+    // Returns true if it was sealed (by this call, or by an earlier try of it
+    // whose reply was lost with the connection: sealed_by names us).
     // After a snapshot worker ended before it started anything (it refused its
     // configuration, exit 3, or a stop signal killed it while it was starting):
     // frees the lease it was given and takes back the attempt its claim counted,

@@ -638,9 +638,16 @@ TEST_CASE("a seal run again after it committed is recognised as ours by sealed_b
     other.set_owner(random_uuid());
     CHECK_THROWS_AS(other.seal_and_claim_next(f.crawl_owner, k_ttl, {}, hooks), LeaseLost);
 
-    // The crawl's own seal, the same way.
+    // The crawl worker giving up on the snapshot its dead worker held (one attempt allowed), twice.
     CrawlStore crawl(*f.conn, f.crawl_id);
     crawl.set_owner(f.crawl_owner);
+    CHECK(crawl.retry_or_fail(step.next->snapshot_id, self, 1, 1, std::chrono::seconds(0), "died"));
+    CHECK(crawl.retry_or_fail(step.next->snapshot_id, self, 1, 1, std::chrono::seconds(0), "died"));
+    CHECK(f.scalar("SELECT outcome || '/' || sealed_by FROM snapshot WHERE id = " + f.quote(step.next->snapshot_id)) ==
+          "failed/" + f.crawl_owner);
+    CHECK(f.scalar("SELECT count(*) FROM event WHERE kind = 'snapshot.gave_up'") == "1");
+
+    // The crawl's own seal, the same way.
     const auto outcome = crawl.seal(std::nullopt, std::nullopt);
     CHECK(f.scalar("SELECT sealed_by FROM crawl") == f.crawl_owner);
     CHECK(crawl.seal(std::nullopt, std::nullopt) == outcome);
