@@ -7,6 +7,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <system_error>
+#include <utility>
 #include <vector>
 
 #include <netdb.h>
@@ -187,6 +188,7 @@ struct ReplyDroppingProxy::Link {
     int server;
     std::string pending;      // bytes from the client not yet seen as a whole message
     bool started = false;     // past the startup packet (which has no type byte)
+    bool read_only = false;   // in a transaction begun READ ONLY
     bool drop_after_commit = false;
     bool drop_next_reply = false;
 };
@@ -265,7 +267,18 @@ void ReplyDroppingProxy::on_message(Link& link, char type, const std::string& bo
             (m_arm == Arm::statement ? link.drop_next_reply : link.drop_after_commit) = true;
             m_arm = Arm::none;
         }
-    } else if (type == 'Q' && cstring(body, at).rfind("COMMIT", 0) == 0) {
+        return;
+    }
+    if (type != 'Q') {
+        return;
+    }
+    const auto query = cstring(body, at);
+    if (query.rfind("BEGIN", 0) == 0) {
+        // libpqxx begins a read_transaction as "BEGIN; SET TRANSACTION READ ONLY".
+        link.read_only = query.find("READ ONLY") != std::string::npos;
+    } else if (query.rfind("COMMIT", 0) == 0 && std::exchange(link.read_only, false)) {
+        return;
+    } else if (query.rfind("COMMIT", 0) == 0) {
         ++m_commits;
         if (link.drop_after_commit) {
             link.drop_after_commit = false;

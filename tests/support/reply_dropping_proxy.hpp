@@ -14,7 +14,9 @@ namespace orch::test {
 // A transparent proxy between libpq clients and a PostgreSQL server, on a Unix
 // socket of its own, that can lose one reply. It reads the messages clients send
 // (the frontend protocol: Bind names a prepared statement, Query carries a simple
-// query such as COMMIT) and, once armed, closes the connection of the client that
+// query such as COMMIT; the COMMITs of transactions begun READ ONLY, which
+// commit nothing and which a crawl sends as often as it polls, are not
+// counted) and, once armed, closes the connection of the client that
 // sent the chosen message when the server's first bytes after it arrive, without
 // passing them on. By then the server has run the message: a statement in
 // autocommit, or a COMMIT, has committed. The client sees its connection break
