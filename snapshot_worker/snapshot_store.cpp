@@ -328,14 +328,20 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
                    " SELECT outcome FROM sealed";
         });
     };
-    static const auto with_held = make(false);
-    static const auto held_none = make(true);
     const auto writes = held_results();
     const bool none = writes == "[]";
+    const auto& statements = [none]() -> const auto& {
+        if (none) {
+            static const auto held_none = make(true);
+            return held_none;
+        }
+        static const auto with_held = make(false);
+        return with_held;
+    }();
     auto r = exec_autocommit_params(m_conn,
                                     "snapshot_store.seal." + process_table::exits_variant_name(exits.size()) +
                                         (none ? ".none_held" : ""),
-                                    (none ? held_none : with_held)[process_table::exits_variant(exits.size())],
+                                    statements[process_table::exits_variant(exits.size())],
                                     seal_parameters({m_snapshot_id, m_owner, writes}, exits));
     if (r.empty()) {
         return sealed_already();
@@ -370,8 +376,9 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // (a retried snapshot) come from the table as it was before the statement,
     // the new ones from RETURNING. Our own process row (the claim's owner, $8)
     // is pointed at the claimed snapshot by its key.
-    // Two sets of statements: with and without the host gate of a crawl that has a
-    // per-host rule (ClaimScope::host_limited); each is built at its first use.
+    // Four sets of statements: with and without the host gate of a crawl that has
+    // a per-host rule (ClaimScope::host_limited), with and without held results
+    // (seal_ctes); each is built at its first use.
     static const auto make = [](bool with_host_gate, bool held_none) {
         return process_table::exits_variants([with_host_gate, held_none](std::size_t count) {
             return claim_statement(
@@ -390,11 +397,20 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     const auto writes = held_results();
     const bool none = writes == "[]";
     const auto& statements = [host_limited, none]() -> const auto& {
-        static const auto gated = make(true, false);
-        static const auto gated_none = make(true, true);
+        if (host_limited && none) {
+            static const auto gated_none = make(true, true);
+            return gated_none;
+        }
+        if (host_limited) {
+            static const auto gated = make(true, false);
+            return gated;
+        }
+        if (none) {
+            static const auto plain_none = make(false, true);
+            return plain_none;
+        }
         static const auto plain = make(false, false);
-        static const auto plain_none = make(false, true);
-        return host_limited ? (none ? gated_none : gated) : (none ? plain_none : plain);
+        return plain;
     }();
     ClaimScope free_only;
     free_only.take_expired = false;

@@ -211,6 +211,9 @@ TEST_CASE("snapshot store: a seal with no held result derives the outcome from t
         CHECK(f.store->seal() == "partial");
         CHECK(f.scalar("SELECT status || '/' || error FROM snapshot") == "sealed/1 of 2 hooks failed");
         CHECK(f.row_of(f.result_b) == "failed/1/t/t/t/out/b failed");
+        // The statement without held rows ran (the store prepares on this connection).
+        CHECK(f.scalar("SELECT string_agg(name, ',') FROM pg_prepared_statements WHERE name LIKE 'snapshot_store.seal.%'") ==
+              "snapshot_store.seal.e0.none_held");
     }
     SECTION("seal and claim next")
     {
@@ -221,6 +224,9 @@ TEST_CASE("snapshot store: a seal with no held result derives the outcome from t
         auto step = f.store->seal_and_claim_next(random_uuid(), std::chrono::seconds(30));
         CHECK(step.outcome == "failed");
         CHECK(f.scalar("SELECT status || '/' || error FROM snapshot") == "sealed/2 of 2 hooks failed");
+        CHECK(f.scalar("SELECT string_agg(name, ',') FROM pg_prepared_statements "
+                       "WHERE name LIKE 'snapshot_store.seal_and_claim_next.%'") ==
+              "snapshot_store.seal_and_claim_next.e0.none_held");
     }
     SECTION("nothing run: succeeded")
     {

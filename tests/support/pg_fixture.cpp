@@ -46,7 +46,8 @@ std::string base_database_url()
     return url;
 }
 
-std::string with_dbname(const std::string& conninfo, const std::string& dbname)
+std::string with_conninfo_options(const std::string& conninfo,
+                                  const std::map<std::string, std::optional<std::string>>& changes)
 {
     char* err = nullptr;
     PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &err);
@@ -57,13 +58,26 @@ std::string with_dbname(const std::string& conninfo, const std::string& dbname)
     }
     std::string out;
     for (auto* o = options; o->keyword != nullptr; ++o) {
-        if (o->val == nullptr || std::string(o->keyword) == "dbname") {
+        if (o->val == nullptr || changes.count(o->keyword) != 0) {
             continue;
         }
         out += fmt::format("{}={} ", o->keyword, quote_value(o->val));
     }
     PQconninfoFree(options);
-    return out + "dbname=" + quote_value(dbname);
+    for (const auto& [keyword, value] : changes) {
+        if (value) {
+            out += fmt::format("{}={} ", keyword, quote_value(*value));
+        }
+    }
+    if (!out.empty()) {
+        out.pop_back();
+    }
+    return out;
+}
+
+std::string with_dbname(const std::string& conninfo, const std::string& dbname)
+{
+    return with_conninfo_options(conninfo, {{"dbname", dbname}});
 }
 
 ScratchDatabase::ScratchDatabase(bool migrated)

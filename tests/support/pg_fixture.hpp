@@ -3,7 +3,9 @@
 #include <pqxx/pqxx>
 
 #include <filesystem>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace orch::test {
@@ -31,7 +33,11 @@ private:
     std::string m_url;
 };
 
-// `conninfo` with its dbname replaced (works for key=value and URI forms).
+// `conninfo` (key=value or URI form) as key=value, with each keyword of
+// `changes` set to its value, or removed where the value is nullopt.
+std::string with_conninfo_options(const std::string& conninfo,
+                                  const std::map<std::string, std::optional<std::string>>& changes);
+// `conninfo` with its dbname replaced.
 std::string with_dbname(const std::string& conninfo, const std::string& dbname);
 
 // Paths of built programs: stand-in hooks (TEST_PROGRAMS_DIR) and the executables (ORCH_BIN_DIR).

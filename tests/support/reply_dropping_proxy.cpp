@@ -1,6 +1,7 @@
 #include "tests/support/reply_dropping_proxy.hpp"
 
-#include <libpq-fe.h>
+#include "tests/support/pg_fixture.hpp"
+
 #include <pqxx/pqxx>
 
 #include <cstdint>
@@ -111,40 +112,6 @@ std::string cstring(const std::string& body, std::size_t& at)
 constexpr std::uint32_t k_ssl_request = 80877103;
 constexpr std::uint32_t k_gssenc_request = 80877104;
 
-// `conninfo` as key=value, with the server at `host` and `port` and no
-// encryption (the proxy reads what goes through).
-std::string proxied_conninfo(const std::string& conninfo, const std::string& host, const std::string& port)
-{
-    char* error = nullptr;
-    PQconninfoOption* options = PQconninfoParse(conninfo.c_str(), &error);
-    if (options == nullptr) {
-        std::string what = error != nullptr ? error : "out of memory";
-        PQfreemem(error);
-        throw std::runtime_error("bad connection string: " + what);
-    }
-    const auto quoted = [](const std::string& v) {
-        std::string out = "'";
-        for (char c : v) {
-            if (c == '\\' || c == '\'') {
-                out += '\\';
-            }
-            out += c;
-        }
-        return out + "'";
-    };
-    std::string out;
-    for (auto* o = options; o->keyword != nullptr; ++o) {
-        const std::string key = o->keyword;
-        if (o->val == nullptr || key == "host" || key == "hostaddr" || key == "port" || key == "sslmode" ||
-            key == "gssencmode") {
-            continue;
-        }
-        out += key + "=" + quoted(o->val) + " ";
-    }
-    PQconninfoFree(options);
-    return out + "host=" + quoted(host) + " port=" + quoted(port) + " sslmode=disable gssencmode=disable";
-}
-
 } // namespace
 
 ReplyDroppingProxy::ReplyDroppingProxy(const std::string& conninfo)
@@ -154,7 +121,12 @@ ReplyDroppingProxy::ReplyDroppingProxy(const std::string& conninfo)
         m_upstream_host = probe.hostname() != nullptr ? probe.hostname() : "";
         m_upstream_port = probe.port() != nullptr ? probe.port() : "5432";
     }
-    m_url = proxied_conninfo(conninfo, m_dir.path().string(), m_upstream_port);
+    // No encryption: the proxy reads what goes through.
+    m_url = with_conninfo_options(conninfo, {{"host", m_dir.path().string()},
+                                             {"hostaddr", std::nullopt},
+                                             {"port", m_upstream_port},
+                                             {"sslmode", "disable"},
+                                             {"gssencmode", "disable"}});
     const auto path = (m_dir / (".s.PGSQL." + m_upstream_port)).string();
     const auto addr = unix_address(path);
     m_listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
