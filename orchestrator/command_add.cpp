@@ -1,9 +1,13 @@
 #include "orchestrator/commands.hpp"
 
 #include "common/database.hpp"
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
+#include "common/ids.hpp"
+#include "common/log.hpp"
 #include "common/migrate.hpp"
+#include "common/random_id.hpp"
 #include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/crawl_enqueue.hpp"
 
@@ -36,19 +40,35 @@ void command_add(const CommonOptions& options, const AddOptions& add)
         crawl.config = crawl_config_option(add.config_json, add.plugins_dir);
     }
 
+    // The id is made here, not by the server, so that a commit in doubt (the
+    // connection lost between the server's commit and its reply) is retried
+    // into the row it made instead of into a second crawl.
+    const auto id = add.id.empty() ? random_uuid() : require_uuid(add.id, "crawl id");
+
     auto data_dir = prepare_data_dir(options);
     auto db = Database::open(options, data_dir);
     apply_migrations(db.conn());
-    pqxx::work tx(db.conn());
-    auto id = enqueue_crawl(tx, crawl);
-    Event e{"crawl.added", fmt::format("crawl added ({} URL{})", url_count, url_count == 1 ? "" : "s"), id};
-    e.detail = {{"urls", url_count}, {"max_depth", crawl.max_depth}};
-    if (crawl.label) {
-        e.detail["label"] = *crawl.label;
+    // A lost connection is waited for and the add retried, as the workers do.
+    set_outage_policy({outage_grace_from_env(), -1, {}, {}});
+    int tries = 0;
+    const auto added = ride_out_transaction(db.conn(), [&](pqxx::work& tx) {
+        ++tries;
+        auto enqueued = enqueue_crawl(tx, crawl, id);
+        if (enqueued.created) {
+            Event e{"crawl.added", fmt::format("crawl added ({} URL{})", url_count, url_count == 1 ? "" : "s"), id};
+            e.detail = {{"urls", url_count}, {"max_depth", crawl.max_depth}};
+            if (crawl.label) {
+                e.detail["label"] = *crawl.label;
+            }
+            record_event(tx, "cli", e);
+        }
+        return enqueued;
+    });
+    // After a retry, a crawl found in place is this command's own earlier commit.
+    if (!added.created && tries == 1) {
+        log::info("crawl exists already with these URLs and settings: nothing added", {{"crawl_id", id}});
     }
-    record_event(tx, "cli", e);
-    tx.commit();
-    std::cout << id << std::endl;
+    std::cout << added.id << std::endl;
 }
 
 } // namespace orch

@@ -22,6 +22,7 @@ struct AddOptions {
     std::vector<std::string> tags;
     std::string config_json;     // crawl config as a JSON object
     std::string plugins_dir;     // --plugins-dir: the plugins the config is checked against
+    std::string id;              // add --id: the crawl's id (empty: a new one)
 };
 
 struct ScheduleOptions {

@@ -72,7 +72,7 @@ std::vector<std::string> validated_urls(const std::vector<std::string>& raw)
     return out;
 }
 
-std::string enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl)
+Enqueued enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl, const std::string& id)
 {
     auto urls = validated_urls(crawl.urls);
     if (crawl.max_depth < 0 || crawl.max_depth > 100) {
@@ -82,13 +82,33 @@ std::string enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl)
         throw InvalidInput("crawl config must be a JSON object");
     }
     // libpqxx 6.4 has no array parameters: arrays travel as JSON and are unpacked by the server.
+    // An existing row answers whether it is this crawl: the same id from a
+    // retried `add` (its own commit in doubt, or a script run twice) must not
+    // become a second crawl, and a different crawl must not pass for it.
     auto r = tx.exec_params1(
-        "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host, host_delay_s) "
-        "VALUES (ARRAY(SELECT jsonb_array_elements_text($1::jsonb)), $2, $3, $4, $5, "
-        "ARRAY(SELECT jsonb_array_elements_text($6::jsonb)), $7::jsonb, $8, $9) RETURNING id",
+        "WITH given AS (SELECT $10::uuid AS id, ARRAY(SELECT jsonb_array_elements_text($1::jsonb)) AS urls, "
+        "  $2::integer AS max_depth, $3::integer AS max_urls, $4::integer AS timeout_s, $5::text AS label, "
+        "  ARRAY(SELECT jsonb_array_elements_text($6::jsonb)) AS tags, $7::jsonb AS config, "
+        "  $8::integer AS max_per_host, $9::double precision AS host_delay_s), "
+        "inserted AS (INSERT INTO crawl (id, urls, max_depth, max_urls, timeout_s, label, tags, config, "
+        "  max_per_host, host_delay_s) "
+        "  SELECT id, urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host, host_delay_s "
+        "  FROM given ON CONFLICT (id) DO NOTHING RETURNING id) "
+        "SELECT EXISTS (SELECT 1 FROM inserted), "
+        "  EXISTS (SELECT 1 FROM crawl c, given g WHERE c.id = g.id AND c.urls = g.urls "
+        "    AND c.max_depth = g.max_depth AND c.max_urls IS NOT DISTINCT FROM g.max_urls "
+        "    AND c.timeout_s IS NOT DISTINCT FROM g.timeout_s AND c.label IS NOT DISTINCT FROM g.label "
+        "    AND c.tags = g.tags AND c.config = g.config AND c.max_per_host IS NOT DISTINCT FROM g.max_per_host "
+        "    AND c.host_delay_s IS NOT DISTINCT FROM g.host_delay_s)",
         nlohmann::json(urls).dump(), crawl.max_depth, crawl.max_urls, crawl.timeout_s, crawl.label,
-        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host, crawl.host_delay_s);
-    return r[0].as<std::string>();
+        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host, crawl.host_delay_s, id);
+    if (r[0].as<bool>()) {
+        return {id, true};
+    }
+    if (!r[1].as<bool>()) {
+        throw InvalidInput(fmt::format("crawl {} exists already with other URLs or settings: nothing was added", id));
+    }
+    return {id, false};
 }
 
 std::vector<std::string> read_urls_file(const std::string& path)

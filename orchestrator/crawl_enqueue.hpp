@@ -27,8 +27,17 @@ struct NewCrawl {
 // nothing is written in that case.
 std::vector<std::string> validated_urls(const std::vector<std::string>& raw);
 
-// Inserts one queued crawl inside `tx`; returns its id. Throws InvalidInput.
-std::string enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl);
+struct Enqueued {
+    std::string id;
+    bool created = false; // false: a crawl with this id and these settings already existed
+};
+
+// Inserts one queued crawl with the id `id` (a UUID the caller made, so that a
+// retry after a commit in doubt can find its own row) inside `tx`. When a crawl
+// with that id exists already and was added with the same URLs and settings,
+// inserts nothing and says so (created false): adding is idempotent by id.
+// Throws InvalidInput for bad input, or when the existing crawl differs.
+Enqueued enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl, const std::string& id);
 
 // Reads URLs from a file ("-" = stdin): one per line, blank lines and '#' comments skipped.
 // Throws InvalidInput when the file cannot be read.

@@ -78,6 +78,9 @@ int main(int argc, char** argv)
     auto* add_cmd = app.add_subcommand("add", "add one crawl of the given URLs; prints its id");
     add_crawl_options(*add_cmd, add);
     add_cmd->add_option("--urls-file", add.urls_file, "read URLs from a file, one per line ('-' = stdin)");
+    add_cmd->add_option("--id", add.id,
+                        "the crawl's id, a UUID (default: a new one); adding the same crawl again under it adds "
+                        "nothing, so a scripted add is safe to retry");
 
     ScheduleOptions schedule;
     auto* schedule_cmd = app.add_subcommand("schedule", "crawl schedules");

@@ -50,6 +50,53 @@ TEST_CASE("orchestrator add stores good URLs - normalised - and prints the crawl
     CHECK(row[4].as<std::string>() == "queued");
 }
 
+TEST_CASE("orchestrator add --id is idempotent - the same crawl again adds nothing - another crawl under it is "
+          "refused with code 7",
+          "[add]")
+{
+    ScratchDatabase db;
+    const std::string id = "0b5e3c52-6f1d-4c7e-9a3b-2d8f4e6a1c90";
+    const std::vector<std::string> crawl{"https://example.com/a", "--depth", "1", "--tag", "t", "--config",
+                                         R"({"URL_DENYLIST": "x"})", "--id", "0B5E3C52-6F1D-4C7E-9A3B-2D8F4E6A1C90"};
+    auto first = add(db, crawl);
+    INFO(first.err);
+    REQUIRE(first.exit_code == 0);
+    CHECK(first.out == id + "\n");
+    // A script that did not hear the answer runs it again.
+    auto again = add(db, crawl);
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(again.out == id + "\n");
+    CHECK(again.err.find("exists already with these URLs and settings") != std::string::npos);
+    CHECK(crawl_count(db) == 1);
+    {
+        auto conn = db.connect();
+        pqxx::read_transaction tx(*conn);
+        CHECK(tx.exec_params1("SELECT count(*) FROM event WHERE kind = 'crawl.added' AND crawl_id = $1", id)[0]
+                  .as<long>() == 1);
+    }
+    // The same id for another crawl: each setting counts.
+    for (const auto& other : std::vector<std::vector<std::string>>{
+             {"https://example.com/b", "--depth", "1", "--tag", "t", "--config", R"({"URL_DENYLIST": "x"})"},
+             {"https://example.com/a", "--depth", "2", "--tag", "t", "--config", R"({"URL_DENYLIST": "x"})"},
+             {"https://example.com/a", "--depth", "1", "--config", R"({"URL_DENYLIST": "x"})"},
+             {"https://example.com/a", "--depth", "1", "--tag", "t"},
+             {"https://example.com/a", "--depth", "1", "--tag", "t", "--config", R"({"URL_DENYLIST": "x"})",
+              "--max-per-host", "2"}}) {
+        auto args = other;
+        args.insert(args.end(), {"--id", id});
+        auto r = add(db, args);
+        INFO(r.err);
+        CHECK(r.exit_code == 7);
+        CHECK(r.err.find("exists already with other URLs or settings") != std::string::npos);
+    }
+    CHECK(crawl_count(db) == 1);
+    auto malformed = add(db, {"https://example.com/a", "--id", "not-a-uuid"});
+    CHECK(malformed.exit_code == 7);
+    CHECK(malformed.err.find("not a valid id") != std::string::npos);
+    CHECK(crawl_count(db) == 1);
+}
+
 TEST_CASE("orchestrator add stores the three spellings of an internationalised host as one URL", "[add][url_host]")
 {
     ScratchDatabase db;

@@ -178,3 +178,26 @@ TEST_CASE("a commit whose reply is lost - each write of a crawl with crawl hooks
     rich.crawl_hooks = 2;
     InDoubtRun(rich).sweep("2 URLs at depth 1, crawl hooks, max_per_host 1");
 }
+
+TEST_CASE("orchestrator add whose commit reply is lost - one crawl - its id printed - exit 0", "[in_doubt]")
+{
+    OrchFixture f;
+    ReplyDroppingProxy proxy{f.db.url()};
+    // The migrations commit first (already applied here: nothing to commit), then the add.
+    proxy.arm_commit(1);
+    SpawnedProcess add({bin_path("orchestrator").string(), "--database-url", proxy.url(), "--data-dir",
+                        f.data.string(), "add", "https://in-doubt.test/", "--label", "once"},
+                       f.env({{"DB_OUTAGE_GRACE", "30"}}));
+    REQUIRE(add.wait_for(std::chrono::seconds(60)));
+    INFO(describe(add));
+    REQUIRE(proxy.dropped() == 1);
+    CHECK(add.exit_code() == 0);
+    // Before the id was made by the client, the retry found nothing of its own
+    // and exited 4: a rerun then added the crawl a second time.
+    CHECK(f.count("SELECT count(*) FROM crawl WHERE label = 'once'") == 1);
+    const auto id = f.scalar("SELECT id FROM crawl WHERE label = 'once'");
+    CHECK(add.out().find(id) != std::string::npos);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.added' AND crawl_id = " + f.quote(id)) == 1);
+    // Nothing claims the found row as someone else's.
+    CHECK(add.err().find("exists already") == std::string::npos);
+}
