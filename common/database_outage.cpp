@@ -2,6 +2,7 @@
 
 #include "common/log.hpp"
 #include "common/settings.hpp"
+#include "common/stop_signals.hpp"
 
 #include <poll.h>
 
@@ -49,7 +50,8 @@ void pause(int stop_fd, std::chrono::milliseconds d)
     }
 }
 
-// Set when an outage outlasted the grace; cleared when the connection is back.
+// Set when an outage outlasted the grace, or a stop ended the wait; cleared
+// when the connection is back.
 thread_local bool g_gave_up = false;
 thread_local std::optional<Clock::time_point> g_last_reconnect;
 thread_local int g_deferred = 0;
@@ -202,6 +204,11 @@ std::optional<Clock::time_point> last_reconnect()
     return g_last_reconnect;
 }
 
+OutagePolicy stoppable_outage_policy(const StopSignals& stop)
+{
+    return {outage_grace_from_env(), stop.fd(), {}, {}, [&stop] { return stop.count() > 0; }};
+}
+
 std::chrono::milliseconds outage_grace_from_env()
 {
     return std::chrono::seconds(read_setting(setting::db_outage_grace));
@@ -251,8 +258,17 @@ void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
         throw pqxx::broken_connection(lost.what());
     };
     const auto& policy = outage_policy();
-    if (policy.grace.count() <= 0 || g_deferred > 0 || stop_pending(policy.stop_fd)) {
+    if (policy.grace.count() <= 0 || g_deferred > 0) {
         rethrow();
+    }
+    if (stop_pending(policy.stop_fd)) {
+        // On its way out: what it still writes while stopping (a supervisor's
+        // teardown takes the stop) gets one look, not a grace.
+        g_gave_up = true;
+        rethrow();
+    }
+    if (policy.stopping && policy.stopping()) {
+        g_gave_up = true;
     }
     if (g_gave_up) {
         // The process is on its way out (a caller swallowed the first give-up):
@@ -282,6 +298,7 @@ void await_reconnect(pqxx::connection& conn, const pqxx::failure& lost)
         break;
     case WaitEnd::stop_requested:
         log::warn("stop requested while the database is unreachable", {{"waited_ms", ms(Clock::now() - since)}});
+        g_gave_up = true; // as above
         break;
     }
     rethrow();

@@ -37,7 +37,19 @@ struct OutagePolicy {
     // (the orchestrator's advisory lock) and may journal the outage. May use the
     // connection; what it throws propagates. May be empty.
     std::function<void(std::chrono::milliseconds down, const std::string& error)> on_reconnect;
+    // True once the process is stopping (its loop took a stop request, so
+    // stop_fd no longer shows it): a loss then gets one look, not the grace.
+    // A stopping process has a deadline of its parent's, and its leftover rows
+    // are closed by the next recovery; waiting out an outage would only get
+    // it SIGKILLed in the middle of its own teardown. May be empty.
+    std::function<bool()> stopping;
 };
+
+class StopSignals;
+// The policy of a process whose stop requests arrive on `stop` (not owned;
+// must outlive the policy): DB_OUTAGE_GRACE, stop_fd and stopping from `stop`.
+// Throws ConfigError for a malformed DB_OUTAGE_GRACE.
+OutagePolicy stoppable_outage_policy(const StopSignals& stop);
 
 // The calling thread's policy; each executable sets it at start for its main
 // thread, which owns the process's connection. Setting one also forgets an

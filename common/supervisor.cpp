@@ -95,6 +95,13 @@ Supervisor::~Supervisor()
         if (!m_trees.empty()) {
             log::warn("supervisor destroyed with live trees; tearing them down",
                       {{"count", std::to_string(m_trees.size())}});
+            // The loop that would have taken a pending stop is gone (unwound by
+            // a database outage given up on because of that very stop): it is
+            // the first stop, and the trees get their grace. Taken, not peeked
+            // at, so that only a further one kills them at once.
+            if (m_options.stop_signals != nullptr) {
+                m_options.stop_signals->take();
+            }
             teardown();
         }
         release_reservations();

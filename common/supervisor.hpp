@@ -6,6 +6,7 @@
 #include "common/launcher.hpp"
 #include "common/process_table.hpp"
 #include "common/recovery.hpp"
+#include "common/stop_signals.hpp"
 #include "common/supervised_tree.hpp"
 #include "common/write_behind.hpp"
 
@@ -44,9 +45,13 @@ struct SupervisorOptions {
     // How long a hook's exit is held for a later statement to carry it (see
     // Supervisor::take_held_exits).
     std::chrono::milliseconds exit_write_delay = k_write_behind_window;
-    // When this fd becomes readable during a teardown (the owner's signalfd: a
-    // second SIGTERM), every tree still waiting is killed at once. -1 = none.
-    int fast_stop_fd = -1;
+    // The owner's stop signals (not owned; must outlive the supervisor). A stop
+    // request that arrives during a teardown (a second SIGTERM: the owner's
+    // loop took the first) kills every tree still waiting at once. The teardown
+    // of the destructor, on a way out the owner's loop never finished (a
+    // database outage given up on because of a stop, an error), takes the stop
+    // pending then as that first one: its trees keep their grace. nullptr = none.
+    StopSignals* stop_signals = nullptr;
 };
 
 struct LaunchRequest {

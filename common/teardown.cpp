@@ -187,10 +187,11 @@ std::optional<Clock::time_point> Supervisor::keep_deadlines()
 
 bool Supervisor::fast_stop_requested() const
 {
-    if (m_options.fast_stop_fd < 0) {
+    if (m_options.stop_signals == nullptr) {
         return false;
     }
-    pollfd pfd{m_options.fast_stop_fd, POLLIN, 0};
+    // Only looked at: the owner's loop still counts it.
+    pollfd pfd{m_options.stop_signals->fd(), POLLIN, 0};
     return ::poll(&pfd, 1, 0) > 0 && (pfd.revents & POLLIN) != 0;
 }
 

@@ -65,7 +65,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     // that refuses us is in an outage, not a wrong URL, and is waited for like
     // one (database_outage.hpp). Run by hand, a refusal ends the run at once.
     if (started_by_supervisor()) {
-        set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
+        set_outage_policy(stoppable_outage_policy(stop));
     }
     auto data_dir = prepare_data_dir(common);
     auto db = Database::open(common, data_dir);
@@ -98,7 +98,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     // would refuse its snapshot in turn.
     check_settings();
     // From here on a lost connection is waited for (database_outage.hpp), hooks and workers running on.
-    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
+    set_outage_policy(stoppable_outage_policy(stop));
     // Plugin problems surface here, before the crawl is claimed. The machine's own
     // (a config.json, a plugin) throw and leave the crawl due: fixing the machine
     // fixes every crawl. The crawl's own (its URL patterns, a plugin value its
@@ -155,7 +155,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = grace;
         sup.max_log_bytes = max_log_bytes;
-        sup.fast_stop_fd = stop.fd();
+        sup.stop_signals = &stop;
         Supervisor supervisor(conn, sup);
 
         CrawlRun::Context ctx;

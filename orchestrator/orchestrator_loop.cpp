@@ -39,7 +39,7 @@ ExitCode OrchestratorLoop::run(const std::string& self_id)
     sup.containment = m_containment;
     sup.max_log_bytes = m_max_log_bytes;
     // A second SIGTERM while crawl workers wind down kills them at once.
-    sup.fast_stop_fd = m_stop.fd();
+    sup.stop_signals = &m_stop;
     Supervisor supervisor(m_conn, sup);
     m_supervisor = &supervisor;
     // systemd's watchdog stays fed while a database outage is waited out.

@@ -67,23 +67,24 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // ourselves: the loop winds down as on any stop). The outage is journaled
     // once per machine, by us (workers only log it), once we have a row.
     std::optional<std::string> self_id;
-    set_outage_policy({outage_grace_from_env(), stop.fd(), {},
-                       [&gate, &conn, &self_id](std::chrono::milliseconds down, const std::string& error) {
-                           if (!gate.try_acquire()) {
-                               log::error("another orchestrator took the gate while the database was unreachable; "
-                                          "stopping");
-                               ::kill(::getpid(), SIGTERM);
-                           }
-                           if (!self_id) {
-                               return;
-                           }
-                           Event outage{"database.outage",
-                                        fmt::format("database unreachable for {} ms; ridden out, workers kept running",
-                                                    down.count())};
-                           outage.process_id = *self_id;
-                           outage.detail = {{"down_ms", down.count()}, {"error", error}};
-                           record_event(conn, "orchestrator", outage);
-                       }});
+    auto policy = stoppable_outage_policy(stop);
+    policy.on_reconnect = [&gate, &conn, &self_id](std::chrono::milliseconds down, const std::string& error) {
+        if (!gate.try_acquire()) {
+            log::error("another orchestrator took the gate while the database was unreachable; "
+                       "stopping");
+            ::kill(::getpid(), SIGTERM);
+        }
+        if (!self_id) {
+            return;
+        }
+        Event outage{"database.outage",
+                     fmt::format("database unreachable for {} ms; ridden out, workers kept running",
+                                 down.count())};
+        outage.process_id = *self_id;
+        outage.detail = {{"down_ms", down.count()}, {"error", error}};
+        record_event(conn, "orchestrator", outage);
+    };
+    set_outage_policy(std::move(policy));
     // The previous holder may have crashed: close its rows before taking its place.
     RecoveryOptions ro;
     ro.containment.scope = containment_scope(data_dir.string());

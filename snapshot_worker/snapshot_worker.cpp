@@ -103,7 +103,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     // that refuses us is in an outage, not a wrong URL, and is waited for like
     // one (database_outage.hpp). Run by hand, a refusal ends the run at once.
     if (started_by_supervisor()) {
-        set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
+        set_outage_policy(stoppable_outage_policy(stop));
     }
     auto data_dir = prepare_data_dir(common);
     auto db = Database::open(common, data_dir);
@@ -130,7 +130,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     // All of them, also those only a crawl worker reads: one rule for every executable.
     check_settings();
     // From here on a lost connection is waited for (database_outage.hpp), hooks running on.
-    set_outage_policy({outage_grace_from_env(), stop.fd(), {}, {}});
+    set_outage_policy(stoppable_outage_policy(stop));
     UrlFilter filter(snapshot->crawl_config);
     scope.filter = &filter;
     scope.parallelism = static_cast<std::size_t>(read_int_setting(setting::hook_parallelism));
@@ -191,7 +191,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         sup.containment.scope = containment_scope(data_dir.string());
         sup.teardown_grace = scope.teardown_grace;
         sup.max_log_bytes = max_log_bytes;
-        sup.fast_stop_fd = stop.fd();
+        sup.stop_signals = &stop;
         Supervisor supervisor(conn, sup);
 
         code = ExitCode::ok;

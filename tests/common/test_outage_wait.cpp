@@ -112,7 +112,7 @@ TEST_CASE("outage: a lost connection is waited for and the statement retried on 
     CHECK(!reported_error.empty());
 }
 
-TEST_CASE("outage: past the grace - with a stop pending - or with no grace the loss propagates", "[outage]")
+TEST_CASE("outage: past the grace - with a stop pending or taken - or with no grace the loss propagates", "[outage]")
 {
     ScratchDatabase db;
     auto conn = db.connect();
@@ -143,8 +143,29 @@ TEST_CASE("outage: past the grace - with a stop pending - or with no grace the l
         const auto t0 = Clock::now();
         CHECK_THROWS_AS(select_one(*conn), pqxx::broken_connection);
         CHECK(seconds_since(t0) < 1.0);
+        // A supervisor's teardown on the way out takes the stop: what it still
+        // writes gets one look, not the grace its parent's deadline would cut short.
+        char taken = 0;
+        REQUIRE(::read(fds[0], &taken, 1) == 1);
+        const auto t1 = Clock::now();
+        CHECK_THROWS_AS(select_one(*conn), pqxx::broken_connection);
+        CHECK(seconds_since(t1) < 1.0);
+        outage.heal();
+        CHECK(select_one(*conn) == 1);
         ::close(fds[0]);
         ::close(fds[1]);
+    }
+    SECTION("stopping (a stop its loop took): one look, not the grace")
+    {
+        OutagePolicy stopping{10s, -1, {}, {}, [] { return true; }};
+        PolicyScope policy(std::move(stopping));
+        outage.cut();
+        const auto t0 = Clock::now();
+        CHECK_THROWS_AS(select_one(*conn), pqxx::broken_connection);
+        CHECK(seconds_since(t0) < 1.0);
+        // The look finds a server that is back.
+        outage.heal();
+        CHECK(select_one(*conn) == 1);
     }
     SECTION("no grace (the default, and DB_OUTAGE_GRACE=0)")
     {

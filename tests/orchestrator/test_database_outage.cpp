@@ -11,9 +11,12 @@
 
 #include <pqxx/pqxx>
 
+#include <signal.h>
 #include <sys/stat.h>
 
+#include <cerrno>
 #include <chrono>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <set>
@@ -245,5 +248,94 @@ TEST_CASE("a hook timeout that falls in an outage is kept on time - while its wo
     CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'failed' "
                              "AND error ILIKE '%timed out%'") == 1);
     CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed'") == 1);
+    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+}
+
+namespace {
+
+bool process_gone(int pid)
+{
+    // Not our children (our child is the orchestrator): a dead one is reaped by
+    // its parent or by init, and its pid disappears.
+    return ::kill(pid, 0) != 0 && errno == ESRCH;
+}
+
+} // namespace
+
+TEST_CASE("a stop while the database is down tears every tree down with its grace - no process is left - the next "
+          "run finishes the crawl",
+          "[outage]")
+{
+    OutageRun run(
+        [](OrchFixture& f) {
+            const auto log = "'" + f.hook_log.string() + "'";
+            const auto quick = "'" + (f.root.path() / "quick").string() + "'";
+            // Each hook leaves a child of its own, as a browser would.
+            f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 0,
+                                 "if [ ! -e " + quick + " ]; then\n"
+                                 "  sleep 60 &\n"
+                                 "  echo \"$snap child $! start $EPOCHREALTIME\" >> " + log + "\n"
+                                 "  wait\n"
+                                 "fi\n");
+        },
+        4);
+    auto orchestrator = run.start("30");
+    REQUIRE(eventually([&] { return run.f.hook_runs().size() >= 8; }, std::chrono::seconds(30)));
+    std::vector<int> pids;
+    for (const auto& r : run.f.hook_runs()) {
+        pids.push_back(r.pid);
+    }
+    {
+        pqxx::connection conn(run.cluster->conninfo());
+        for (const auto& row : pqxx::nontransaction(conn).exec(
+                 "SELECT pid FROM process WHERE process_type = 'worker' AND status = 'running'")) {
+            pids.push_back(row[0].as<int>());
+        }
+    }
+    REQUIRE(pids.size() >= 8 + 2); // the hooks, their children, a crawl worker and the snapshot workers
+
+    orch::chaos::PgControl pg(run.data);
+    REQUIRE(pg.available());
+    REQUIRE(pg.stop());
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    orchestrator->signal(SIGTERM);
+    REQUIRE(orchestrator->wait_for(std::chrono::seconds(60)));
+    INFO(describe(*orchestrator));
+    // What it ran could not be recorded: the run ends as an outage does.
+    CHECK(orchestrator->exit_code() == 4);
+    CHECK(orchestrator->err().find("stop requested while the database is unreachable") != std::string::npos);
+    // One SIGTERM is a stop with its grace, not the second one that kills at once.
+    CHECK(orchestrator->err().find("killing every tree now") == std::string::npos);
+    CHECK(orchestrator->err().find("teardown phase 1: SIGTERM") != std::string::npos);
+    // Each level stopped its children within their grace: no tree needed its
+    // SIGKILL, and no worker sat out DB_OUTAGE_GRACE while its parent's deadline
+    // ran (a stopping process gives a lost connection one look).
+    std::string logs = orchestrator->err();
+    for (const auto& entry : fs::recursive_directory_iterator(run.data / "crawls")) {
+        if (entry.path().string().find(".stderr.log") != std::string::npos &&
+            entry.path().filename().string().find("_worker.") != std::string::npos) {
+            logs += read_file_text(entry.path());
+        }
+    }
+    CHECK(logs.find("crawl_worker") != std::string::npos);
+    CHECK(logs.find("snapshot_worker") != std::string::npos);
+    CHECK(logs.find("teardown phase 3: SIGKILL") == std::string::npos);
+    CHECK(logs.find("past the outage grace") == std::string::npos);
+    // Nothing outlives it: before, the workers' trees were SIGKILLed at once, the
+    // kill reached the crawl worker's own cgroup only, and its snapshot workers
+    // and their hooks ran on, unsupervised, until the next start's recovery.
+    for (int pid : pids) {
+        INFO("pid " << pid);
+        CHECK(eventually([&] { return process_gone(pid); }, std::chrono::seconds(5)));
+    }
+
+    // Crash-only from here: the next run closes the rows and finishes the crawl.
+    std::ofstream(run.f.root.path() / "quick").put('\n');
+    REQUIRE(pg.start());
+    auto second = run.start("30");
+    REQUIRE(second->wait_for(std::chrono::seconds(60)));
+    INFO(describe(*second));
+    CHECK(second->exit_code() == 0);
+    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
     CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
 }
