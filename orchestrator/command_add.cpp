@@ -49,7 +49,7 @@ void command_add(const CommonOptions& options, const AddOptions& add)
     auto db = Database::open(options, data_dir);
     apply_migrations(db.conn());
     // A lost connection is waited for and the add retried, as the workers do.
-    set_outage_policy({outage_grace_from_env(), -1, {}, {}});
+    set_outage_policy({outage_grace_from_env(), -1, {}, {}, {}});
     int tries = 0;
     const auto added = ride_out_transaction(db.conn(), [&](pqxx::work& tx) {
         ++tries;

@@ -1,9 +1,11 @@
 #include "orchestrator/commands.hpp"
 
 #include "common/database.hpp"
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 #include "common/ids.hpp"
 #include "common/migrate.hpp"
+#include "common/random_id.hpp"
 #include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/schedules.hpp"
 
@@ -36,12 +38,17 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
     std::string id;
     if (schedule.action == "disable" || schedule.action == "enable") {
         id = require_uuid(schedule.id, "schedule id");
+    } else if (schedule.action == "add") {
+        id = schedule.add.id.empty() ? random_uuid() : require_uuid(schedule.add.id, "schedule id");
     }
     auto data_dir = prepare_data_dir(options);
     auto db = Database::open(options, data_dir);
     apply_migrations(db.conn());
     if (schedule.action == "add") {
-        std::cout << add_schedule(db.conn(), schedule.every, crawl) << std::endl;
+        // A lost connection is waited for and the add retried, as the workers do.
+        set_outage_policy({outage_grace_from_env(), -1, {}, {}, {}});
+        add_schedule(db.conn(), schedule.every, crawl, id);
+        std::cout << id << std::endl;
     } else if (schedule.action == "list") {
         for (const auto& s : list_schedules(db.conn())) {
             if (schedule.json) {

@@ -89,6 +89,9 @@ int main(int argc, char** argv)
     sched_add->add_option("--every", schedule.every, "cron expression, @hourly/@daily/..., or '@every 30m'")
         ->required();
     add_crawl_options(*sched_add, schedule.add);
+    sched_add->add_option("--id", schedule.add.id,
+                          "the schedule's id, a UUID (default: a new one); adding the same schedule again under it "
+                          "adds nothing, so a scripted add is safe to retry");
     auto* sched_list = schedule_cmd->add_subcommand("list", "list schedules");
     sched_list->add_flag("--json", schedule.json, "one JSON object per line");
     auto* sched_disable = schedule_cmd->add_subcommand("disable", "disable a schedule");

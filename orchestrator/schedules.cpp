@@ -1,6 +1,7 @@
 #include "orchestrator/schedules.hpp"
 
 #include "common/autocommit_statement.hpp"
+#include "common/database_outage.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
 #include "common/log.hpp"
@@ -26,7 +27,8 @@ CronSchedule parse_or_throw(const std::string& text)
 
 } // namespace
 
-std::string add_schedule(pqxx::connection& conn, const std::string& schedule, const NewCrawl& crawl)
+void add_schedule(pqxx::connection& conn, const std::string& schedule, const NewCrawl& crawl,
+                  const std::string& id)
 {
     auto cron = parse_or_throw(schedule);
     nlohmann::json tmpl = {{"urls", validated_urls(crawl.urls)},
@@ -53,16 +55,36 @@ std::string add_schedule(pqxx::connection& conn, const std::string& schedule, co
         // parse() refuses an expression that never matches; never store an invented time.
         throw InvalidInput(fmt::format("schedule '{}' never matches", schedule));
     }
-    pqxx::work tx(conn);
-    auto id = tx.exec_params1("INSERT INTO crawl_schedule (template, schedule, label, next_run_at) "
-                              "VALUES ($1::jsonb, $2, $3, to_timestamp($4)) RETURNING id",
-                              tmpl.dump(), schedule, crawl.label, static_cast<double>(*next))[0]
-                  .as<std::string>();
-    Event e{"schedule.added", fmt::format("schedule {} added ({} URLs)", schedule, tmpl["urls"].size())};
-    e.detail = {{"schedule_id", id}, {"schedule", schedule}};
-    record_event(tx, "cli", e);
-    tx.commit();
-    return id;
+    // As `add`: the id is made by the client, so that a commit whose reply was
+    // lost is retried into the schedule it made; a second schedule would
+    // enqueue every crawl twice.
+    int tries = 0;
+    const auto created = ride_out_transaction(conn, [&](pqxx::work& tx) {
+        ++tries;
+        auto r = tx.exec_params1(
+            "WITH inserted AS (INSERT INTO crawl_schedule (id, template, schedule, label, next_run_at) "
+            "  VALUES ($5::uuid, $1::jsonb, $2, $3, to_timestamp($4)) ON CONFLICT (id) DO NOTHING RETURNING id) "
+            "SELECT EXISTS (SELECT 1 FROM inserted), "
+            "  EXISTS (SELECT 1 FROM crawl_schedule WHERE id = $5::uuid AND template = $1::jsonb "
+            "    AND schedule = $2 AND label IS NOT DISTINCT FROM $3)",
+            tmpl.dump(), schedule, crawl.label, static_cast<double>(*next), id);
+        if (!r[0].as<bool>()) {
+            if (!r[1].as<bool>()) {
+                throw InvalidInput(fmt::format(
+                    "schedule {} exists already with another expression, URLs or settings: nothing was added", id));
+            }
+            return false;
+        }
+        Event e{"schedule.added", fmt::format("schedule {} added ({} URLs)", schedule, tmpl["urls"].size())};
+        e.detail = {{"schedule_id", id}, {"schedule", schedule}};
+        record_event(tx, "cli", e);
+        return true;
+    });
+    // After a retry, a schedule found in place is this command's own earlier commit.
+    if (!created && tries == 1) {
+        log::info("schedule exists already with this expression, URLs and settings: nothing added",
+                  {{"schedule_id", id}});
+    }
 }
 
 std::vector<ScheduleRow> list_schedules(pqxx::connection& conn)

@@ -19,9 +19,12 @@ struct ScheduleRow {
     std::vector<std::string> urls;
 };
 
-// Stores a schedule that enqueues `crawl` (validated now) at every tick of
-// `schedule`; returns its id. Throws InvalidInput for a bad schedule or URL.
-std::string add_schedule(pqxx::connection& conn, const std::string& schedule, const NewCrawl& crawl);
+// Stores a schedule with the id `id` (a UUID the caller made) that enqueues
+// `crawl` (validated now) at every tick of `schedule`. A schedule with that id
+// and the same expression, template and label is left as it is (adding is
+// idempotent by id). Rides out a lost connection (ride_out). Throws
+// InvalidInput for a bad schedule or URL, or when the existing schedule differs.
+void add_schedule(pqxx::connection& conn, const std::string& schedule, const NewCrawl& crawl, const std::string& id);
 std::vector<ScheduleRow> list_schedules(pqxx::connection& conn);
 // False when there is no such schedule.
 bool set_schedule_enabled(pqxx::connection& conn, const std::string& id, bool enabled);

@@ -201,3 +201,21 @@ TEST_CASE("orchestrator add whose commit reply is lost - one crawl - its id prin
     // Nothing claims the found row as someone else's.
     CHECK(add.err().find("exists already") == std::string::npos);
 }
+
+TEST_CASE("orchestrator schedule add whose commit reply is lost - one schedule - exit 0", "[in_doubt]")
+{
+    OrchFixture f;
+    ReplyDroppingProxy proxy{f.db.url()};
+    proxy.arm_commit(1);
+    SpawnedProcess add({bin_path("orchestrator").string(), "--database-url", proxy.url(), "--data-dir",
+                        f.data.string(), "schedule", "add", "--every", "@daily", "https://in-doubt.test/"},
+                       f.env({{"DB_OUTAGE_GRACE", "30"}}));
+    REQUIRE(add.wait_for(std::chrono::seconds(60)));
+    INFO(describe(add));
+    REQUIRE(proxy.dropped() == 1);
+    CHECK(add.exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 1);
+    CHECK(add.out().find(f.scalar("SELECT id FROM crawl_schedule")) != std::string::npos);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'schedule.added'") == 1);
+    CHECK(add.err().find("exists already") == std::string::npos);
+}

@@ -238,3 +238,46 @@ TEST_CASE("schedules: an expression that never matches is refused by schedule ad
     REQUIRE(listed.exit_code == 0);
     CHECK(nlohmann::json::parse(listed.out.substr(0, listed.out.find('\n')))["enabled"] == false);
 }
+
+TEST_CASE("schedules: schedule add --id is idempotent - the same schedule again adds nothing - another one under "
+          "its id is refused with code 7",
+          "[orchestrator][schedules]")
+{
+    OrchFixture f;
+    auto cli = [&](std::vector<std::string> args) {
+        std::vector<std::string> argv = {bin_path("orchestrator").string(), "--database-url", f.db.url(),
+                                         "--data-dir", f.data.string()};
+        argv.insert(argv.end(), args.begin(), args.end());
+        return run_command(argv);
+    };
+    const std::string id = "5d7c1e2a-3b4f-4a6e-8c9d-0e1f2a3b4c5d";
+    const std::vector<std::string> daily{"schedule", "add", "--every", "@daily", "--label", "d", "--id", id,
+                                         "http://sched-id.test/"};
+    auto first = cli(daily);
+    INFO(first.err);
+    REQUIRE(first.exit_code == 0);
+    CHECK(first.out == id + "\n");
+    auto again = cli(daily);
+    INFO(again.err);
+    CHECK(again.exit_code == 0);
+    CHECK(again.out == id + "\n");
+    CHECK_THAT(again.err, Catch::Contains("exists already with this expression"));
+    for (const auto& other : std::vector<std::vector<std::string>>{
+             {"--every", "@hourly", "--label", "d", "http://sched-id.test/"},
+             {"--every", "@daily", "--label", "e", "http://sched-id.test/"},
+             {"--every", "@daily", "--label", "d", "http://sched-id.test/", "--depth", "1"},
+             {"--every", "@daily", "--label", "d", "http://other.test/"}}) {
+        std::vector<std::string> args{"schedule", "add", "--id", id};
+        args.insert(args.end(), other.begin(), other.end());
+        auto r = cli(args);
+        INFO(r.err);
+        CHECK(r.exit_code == 7);
+        CHECK_THAT(r.err, Catch::Contains("exists already with another expression"));
+    }
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 1);
+    CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'schedule.added'") == 1);
+    CHECK(cli({"schedule", "add", "--every", "@daily", "--id", "x", "http://sched-id.test/"}).exit_code == 7);
+    // Without --id, each add is a schedule of its own.
+    CHECK(cli({"schedule", "add", "--every", "@daily", "http://sched-id.test/"}).exit_code == 0);
+    CHECK(f.count("SELECT count(*) FROM crawl_schedule") == 2);
+}
