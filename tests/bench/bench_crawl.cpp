@@ -22,6 +22,7 @@
 #include "common/resource_usage.hpp"
 #include "tests/bench/bench_proc.hpp"
 #include "tests/bench/bench_report.hpp"
+#include "tests/bench/tmpfs_dir.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
 #include "tests/support/scratch_dir.hpp"
@@ -36,9 +37,7 @@
 #include <utility>
 
 #include <spawn.h>
-#include <linux/magic.h>
 #include <sys/resource.h>
-#include <sys/statfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -199,34 +198,6 @@ void settle(Bench& b)
     eventually([&] { return b.scalar("SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'autovacuum worker'") == 0; },
                std::chrono::seconds(60));
 }
-
-// A fresh directory on /dev/shm when that is a tmpfs (else none: path() empty),
-// removed with its contents at the end, ORCH_KEEP_TEST_DIRS or not: deleting
-// files on tmpfs slows nothing that runs later.
-class TmpfsDir {
-public:
-    TmpfsDir()
-    {
-        struct statfs info {};
-        std::string templ = "/dev/shm/orch-bench-XXXXXX";
-        if (::statfs("/dev/shm", &info) == 0 && info.f_type == TMPFS_MAGIC && ::mkdtemp(templ.data()) != nullptr) {
-            m_path = templ;
-        }
-    }
-    ~TmpfsDir()
-    {
-        std::error_code ec;
-        if (!m_path.empty()) {
-            fs::remove_all(m_path, ec);
-        }
-    }
-    TmpfsDir(const TmpfsDir&) = delete;
-    TmpfsDir& operator=(const TmpfsDir&) = delete;
-    const fs::path& path() const { return m_path; }
-
-private:
-    fs::path m_path;
-};
 
 // Clock ticks in ms per item.
 double ticks_ms_each(long ticks, int items)
@@ -683,7 +654,7 @@ void throughput_and_scale(Bench& b, int n, long history, int rounds)
     // on an ext4 without a journal, after a mass deletion, read the inode table
     // past every inode deleted in the last minutes (CPU, and waits that leave
     // cores idle); on a journaled ext4 the two rows agree.
-    if (TmpfsDir shm; !shm.path().empty()) {
+    if (bench::TmpfsDir shm; !shm.path().empty()) {
         const auto in_tmpfs = paired_rounds(b, n, rounds, "tmpfs", shm.path());
         bench::report_context("2 context: the same with the data directory on tmpfs, no disk waits (snapshots/s, "
                               "median; lowest cores busy)",

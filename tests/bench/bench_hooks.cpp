@@ -13,6 +13,7 @@
 // Needs TEST_DATABASE_URL. Usage: bench_hooks <no-op hook> [runs]
 #include "common/lean_exec.hpp"
 #include "tests/bench/bench_report.hpp"
+#include "tests/bench/tmpfs_dir.hpp"
 #include "tests/common/supervision_fixture.hpp"
 #include "tests/support/pg_fixture.hpp"
 
@@ -171,7 +172,10 @@ void check_records(SupervisionFixture& fx, long expected)
 }
 
 // Returns the supervised cost per hook in microseconds (the event-loop path).
-double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs)
+// With `on_tmpfs` (the hooks' log directory on tmpfs) it reports the context row
+// of that case only.
+double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs,
+                     bool on_tmpfs = false)
 {
     // Warm up every path, then alternate short rounds so background noise hits
     // them alike. Each side's figure is its median round; a ratio is the median
@@ -202,9 +206,17 @@ double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string&
     print_side("Supervisor::wait (timeouts; exit written before it returns)", wait);
     const double ours = bench::median(loop.rounds);
     const double ratio = bench::median(loop.ratios);
-    bench::report_row("1 hook overhead (us/hook)", bench::fixed(ours, 0), bench::fixed(raw, 0),
-                      bench::fixed(ratio, 2) + " [" + bench::fixed(bench::quantile(loop.ratios, 0), 2) + "-" +
-                          bench::fixed(bench::quantile(loop.ratios, 1), 2) + "]",
+    const auto ratio_and_range = bench::fixed(ratio, 2) + " [" + bench::fixed(bench::quantile(loop.ratios, 0), 2) +
+                                 "-" + bench::fixed(bench::quantile(loop.ratios, 1), 2) + "]";
+    if (on_tmpfs) {
+        // Each supervised hook creates its log files and rerun script, which the
+        // raw loop does not: on a disk whose file creations are slow (ext4
+        // without a journal after a mass deletion) the goal row pays that too.
+        bench::report_context("1 context: the same with the hooks' log directory on tmpfs (us/hook)",
+                              bench::fixed(ours, 0), bench::fixed(raw, 0), ratio_and_range);
+        return ours;
+    }
+    bench::report_row("1 hook overhead (us/hook)", bench::fixed(ours, 0), bench::fixed(raw, 0), ratio_and_range,
                       "ratio <= 2.0", ratio <= 2.0);
     bench::report_context("1 context: through Supervisor::wait (us/hook)", bench::fixed(bench::median(wait.rounds), 0),
                           bench::fixed(raw, 0), bench::fixed(bench::median(wait.ratios), 2));
@@ -348,11 +360,24 @@ void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
 int main(int argc, char** argv)
 {
     if (argc < 2) {
-        std::fprintf(stderr, "usage: bench_hooks <no-op hook> [runs]\n");
+        std::fprintf(stderr, "usage: bench_hooks <no-op hook> [runs] [--tmpfs]\n");
         return 2;
     }
     const std::string program = argv[1];
     const int runs = argc > 2 ? std::atoi(argv[2]) : 400;
+    if (argc > 3 && std::string(argv[3]) == "--tmpfs") {
+        bench::TmpfsDir shm;
+        if (shm.path().empty()) {
+            std::printf("no tmpfs at /dev/shm: row 1's tmpfs context row is skipped\n");
+            return 0;
+        }
+        ::setenv("TMPDIR", shm.path().c_str(), 1); // the fixture's scratch directory, hence the hooks' logs
+        SupervisionFixture fx;
+        auto options = fx.options(false);
+        Supervisor sup(*fx.conn, options);
+        hook_overhead(sup, fx, program, runs, true);
+        return 0;
+    }
     SupervisionFixture fx;
     auto options = fx.options(false);
     options.teardown_grace = std::chrono::seconds(30);
