@@ -49,8 +49,9 @@ std::size_t SupervisedTree::signal_tree(int sig) const
     return count;
 }
 
-void SupervisedTree::kill_tree() const
+void SupervisedTree::kill_tree()
 {
+    killed = true;
     if (m_leaf) {
         m_leaf->kill();
         return;

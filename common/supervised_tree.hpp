@@ -51,8 +51,9 @@ public:
     bool signal_leader(int sig) const;
     // Signals every member (pidfd-verified); returns how many were hit.
     std::size_t signal_tree(int sig) const;
-    // SIGKILLs every member, including ones born since any earlier signal.
-    void kill_tree() const;
+    // SIGKILLs every member, including ones born since any earlier signal,
+    // and marks the tree `killed`.
+    void kill_tree();
     // Removes the cgroup leaf once empty. Returns false if it is not.
     bool release();
     // Hands over the leaf of an empty tree for another tree to use (see

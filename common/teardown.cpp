@@ -111,7 +111,6 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
                 // The leader is done; whatever it left behind is a leak.
                 log::warn("killing leftovers of exited process", {{"process", row_id}, {"name", tree->name()}});
                 tree->kill_tree();
-                tree->killed = true;
                 give_up = now + m_options.kill_timeout;
             } else if (now >= give_up) {
                 log::error("tree survived SIGKILL", {{"process", row_id}});
@@ -126,7 +125,6 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
         } else if (now >= kill_at && give_up == Clock::time_point::max()) {
             log::info("timeout grace over: SIGKILL tree", {{"process", row_id}, {"name", tree->name()}});
             tree->kill_tree();
-            tree->killed = true;
             give_up = now + m_options.kill_timeout;
         } else if (now >= give_up) {
             // The leader itself survived SIGKILL (stuck in D state): never
@@ -177,7 +175,6 @@ std::optional<Clock::time_point> Supervisor::keep_deadlines()
             log::warn("timeout grace over while the database is unreachable: SIGKILL tree",
                       {{"process", row_id}, {"name", tree->name()}});
             tree->kill_tree();
-            tree->killed = true;
             continue;
         }
         sooner(*tree->kill_at);
@@ -286,7 +283,6 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
                 log::info("teardown phase 3: SIGKILL tree", {{"process", entry.row_id}, {"name", tree->name()},
                                                              {"elapsed_ms", ms(now - t0)}});
                 tree->end_reason = "killed_on_teardown";
-                tree->killed = true;
                 tree->kill_tree();
                 entry.give_up = now + m_options.kill_timeout;
             } else if (tree->killed && now >= entry.give_up) {
