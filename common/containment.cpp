@@ -4,6 +4,7 @@
 #include "common/log.hpp"
 
 #include <cstdlib>
+#include <fstream>
 #include <mutex>
 #include <set>
 #include <string>
@@ -167,6 +168,26 @@ std::vector<std::string> Containment::list_leaves(const std::string& supervisor_
 bool Containment::remove_group(const std::string& supervisor_id) const
 {
     return uses_cgroups() && ::rmdir(group_dir(supervisor_id).c_str()) == 0;
+}
+
+bool Containment::holds(pid_t pid) const
+{
+    if (!uses_cgroups()) {
+        return false;
+    }
+    // The scope's last two components (root name, scope) in the path of a
+    // cgroup2 line ("0::/...") or a freezer line ("N:freezer:/..."); scopes
+    // are per data directory or per test, so the match names ours alone.
+    const std::string part =
+        "/" + m_scope_dir.parent_path().filename().string() + "/" + m_scope_dir.filename().string() + "/";
+    std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.find(part) != std::string::npos) {
+            return true;
+        }
+    }
+    return false;
 }
 
 } // namespace orch

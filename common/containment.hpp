@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <sys/types.h>
+
 namespace orch {
 
 enum class ContainmentMode { cgroup2, freezer, fallback };
@@ -62,6 +64,9 @@ public:
     CgroupLeaf adopt_leaf(const std::string& supervisor_id, const std::string& hook_id) const;
     // rmdir of an empty supervisor directory; false if not empty or absent.
     bool remove_group(const std::string& supervisor_id) const;
+    // True if process `pid` runs in a cgroup under scope_dir() now, read from
+    // /proc/<pid>/cgroup (false once it has exited, and in fallback mode).
+    bool holds(pid_t pid) const;
 
 private:
     ContainmentMode m_mode = ContainmentMode::fallback;

@@ -20,4 +20,5 @@ target_sources(common PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/launch_reservation.cpp
   ${CMAKE_CURRENT_LIST_DIR}/deferred_running.cpp
   ${CMAKE_CURRENT_LIST_DIR}/teardown.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/adopted_orphans.cpp
   ${CMAKE_CURRENT_LIST_DIR}/recovery.cpp)

@@ -104,6 +104,7 @@ Supervisor::~Supervisor()
             }
             teardown();
         }
+        stop_adopted_orphans();
         release_reservations();
         write_held_exits();
         m_trees.clear();

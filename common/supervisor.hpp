@@ -120,7 +120,8 @@ enum class TermTarget { leader, tree };
 // this process: it becomes the child subreaper and reaps every child that
 // exits, so the owning process must not wait for children itself.
 // Destruction tears down every tree still running (bounded by
-// teardown_grace + kill_timeout) and never throws.
+// teardown_grace + kill_timeout), then stops what its trees left adopted by it
+// (stop_adopted_orphans, bounded the same way), and never throws.
 class Supervisor {
 public:
     // Probes containment, registers or adopts the self row. Throws
@@ -249,6 +250,17 @@ private:
     void track(std::unique_ptr<SupervisedTree> tree);
     void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
     void reap_orphans();
+    // Children of this process that no tree leads and that run inside its
+    // containment scope: descendants of its trees reparented to it (it is
+    // their subreaper) because the supervisor between them died, SIGKILLed by
+    // a teardown say, while the database was down and no recovery could run.
+    // SIGTERM (and SIGCONT), teardown_grace, then SIGKILL, for the ones found
+    // on the way too (a killed worker's hooks are adopted in turn), until none
+    // is left or kill_timeout has passed after the SIGKILL. Our own children
+    // cannot be reused pids before we reap them: signalled by pid. In cgroup
+    // modes only (fallback trees are found by recovery, by cookie). Writes
+    // nothing; recovery closes their rows.
+    void stop_adopted_orphans();
     // process_events() without settling m_in_flight: wait() and teardown() go
     // on with a tree's cleanup while its exit write is on its way, and settle
     // before they return.

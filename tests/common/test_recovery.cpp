@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include <csignal>
+#include <fstream>
 #include <sstream>
 
 #include <linux/sched.h>
@@ -375,4 +376,64 @@ TEST_CASE("recovery credits a reused leaf's member to the row of its cookie - no
     CHECK(report.killed_on_recovery == 1);
     CHECK_FALSE(std::filesystem::exists(leaf_dir));
     stop_sentinel(pid);
+}
+
+TEST_CASE("a destroyed supervisor stops what a dead worker's hooks left adopted by it - nothing else", "[recovery]")
+{
+    SupervisionFixture fx;
+    const pid_t sentinel = spawn_sentinel(); // our child too, outside the scope: left alone
+    const std::string programs_dir = program_path("sup_forker").parent_path().string();
+    std::vector<std::string> hooks(3);
+    std::vector<std::string> cookies;
+    {
+        auto options = fx.options(false);
+        options.teardown_grace = 1s;
+        Supervisor sup(*fx.conn, options);
+        if (!sup.containment().uses_cgroups()) {
+            WARN("no cgroup containment here: adopted processes are left to recovery (its test above)");
+            stop_sentinel(sentinel);
+            return;
+        }
+        // A worker: a supervisor of its own, with a deaf hook, an escaper and a
+        // forker. It dies of the teardown's SIGTERM without tearing anything
+        // down, as a SIGKILLed worker would: its hooks are reparented to us.
+        auto worker = fx.request({program_path("sup_crash_supervisor").string(), fx.db.url(), fx.machine.id,
+                                  fx.scope, "0", programs_dir, fx.dir.path().string()},
+                                 "worker");
+        const auto launched = sup.launch(worker);
+        REQUIRE(launched.started());
+        std::string line;
+        REQUIRE(eventually([&] {
+            for (const auto& entry : std::filesystem::directory_iterator(fx.dir.path() / "logs")) {
+                std::ifstream in(entry.path());
+                for (std::string l; std::getline(in, l);) {
+                    if (l.rfind("ready ", 0) == 0) {
+                        line = l;
+                        return true;
+                    }
+                }
+            }
+            return false;
+        }));
+        std::istringstream words(line);
+        std::string ready, self;
+        words >> ready >> self >> hooks[0] >> hooks[1] >> hooks[2];
+        for (const auto& h : hooks) {
+            cookies.push_back(fx.column(h, "cookie"));
+        }
+        REQUIRE(eventually([&] {
+            return pids_with_cookie(cookies[2]).size() >= 31 && pids_with_cookie(cookies[1]).size() >= 2 &&
+                   !pids_with_cookie(cookies[0]).empty();
+        }));
+    }
+    // Before, the teardown ended with the worker's own leaf empty, and its
+    // hooks (one deaf to SIGTERM, one escaped by a double fork, one with 30
+    // children) ran on in their leaves until a recovery pass found them.
+    for (std::size_t i = 0; i < cookies.size(); ++i) {
+        INFO("hook " << i);
+        CHECK(pids_with_cookie(cookies[i]).empty());
+    }
+    CHECK(pid_alive(sentinel));
+    CHECK(zombie_children() <= 1); // the sentinel's, once stopped
+    stop_sentinel(sentinel);
 }
