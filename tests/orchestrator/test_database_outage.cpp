@@ -111,6 +111,20 @@ struct OutageRun {
     {
         REQUIRE(eventually([&] { return f.hook_runs().size() >= 4; }, std::chrono::seconds(30)));
     }
+
+    // Crash-only after a run the outage ended: the next run's recovery closes
+    // what the first left and finishes the crawl (the hooks it interrupted run
+    // again). Starts the server first.
+    void next_run_finishes(orch::chaos::PgControl& pg)
+    {
+        REQUIRE(pg.start());
+        auto second = start("30");
+        REQUIRE(second->wait_for(std::chrono::seconds(60)));
+        INFO(describe(*second));
+        CHECK(second->exit_code() == 0);
+        CHECK(cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
+        CHECK(cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    }
 };
 
 } // namespace
@@ -164,17 +178,8 @@ TEST_CASE("an outage longer than DB_OUTAGE_GRACE ends the run with exit 4 - and 
     INFO(describe(*orchestrator));
     CHECK(orchestrator->exit_code() == 4);
     CHECK(orchestrator->err().find("past the outage grace") != std::string::npos);
-    REQUIRE(pg.start());
-
-    // Crash-only from here: the next run's recovery closes what the first left and
-    // finishes the crawl (the hooks the outage interrupted run again).
-    auto second = run.start("30");
-    REQUIRE(second->wait_for(std::chrono::seconds(60)));
-    INFO(describe(*second));
-    CHECK(second->exit_code() == 0);
-    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
+    run.next_run_finishes(pg);
     CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
-    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
 }
 
 namespace {
@@ -329,13 +334,6 @@ TEST_CASE("a stop while the database is down tears every tree down with its grac
         CHECK(eventually([&] { return process_gone(pid); }, std::chrono::seconds(5)));
     }
 
-    // Crash-only from here: the next run closes the rows and finishes the crawl.
-    std::ofstream(run.f.root.path() / "quick").put('\n');
-    REQUIRE(pg.start());
-    auto second = run.start("30");
-    REQUIRE(second->wait_for(std::chrono::seconds(60)));
-    INFO(describe(*second));
-    CHECK(second->exit_code() == 0);
-    CHECK(run.cluster->count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 1);
-    CHECK(run.cluster->count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
+    std::ofstream(run.f.root.path() / "quick").put('\n'); // the hooks run again, briefly
+    run.next_run_finishes(pg);
 }
