@@ -1,5 +1,6 @@
 #include "common/child_environment.hpp"
 
+#include "common/name_memo.hpp"
 #include "common/process_identity.hpp"
 
 #include <algorithm>
@@ -8,10 +9,11 @@
 namespace orch {
 namespace {
 
-std::string upper(std::string text)
+std::string upper(std::string_view text)
 {
-    std::transform(text.begin(), text.end(), text.begin(), [](unsigned char c) { return std::toupper(c); });
-    return text;
+    std::string out(text);
+    std::transform(out.begin(), out.end(), out.begin(), [](unsigned char c) { return std::toupper(c); });
+    return out;
 }
 
 bool ends_with(const std::string& text, const std::string& suffix)
@@ -19,15 +21,13 @@ bool ends_with(const std::string& text, const std::string& suffix)
     return text.size() >= suffix.size() && text.compare(text.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-} // namespace
-
-bool is_database_variable(const std::string& name)
+bool compute_database_variable(std::string_view name)
 {
     const auto n = upper(name);
     return n == "DATABASE_URL" || ends_with(n, "_DATABASE_URL") || n.rfind("PG", 0) == 0;
 }
 
-bool is_secret_variable(const std::string& name)
+bool compute_secret_variable(std::string_view name)
 {
     const auto n = upper(name);
     for (const char* marker : {"PASSWORD", "PASSWD", "SECRET", "TOKEN", "CREDENTIAL", "PRIVATE", "API_KEY",
@@ -36,7 +36,19 @@ bool is_secret_variable(const std::string& name)
             return true;
         }
     }
-    return ends_with(n, "_KEY") || is_database_variable(name);
+    return ends_with(n, "_KEY") || compute_database_variable(name);
+}
+
+} // namespace
+
+bool is_database_variable(const std::string& name)
+{
+    return memoized<compute_database_variable>(name);
+}
+
+bool is_secret_variable(const std::string& name)
+{
+    return memoized<compute_secret_variable>(name);
 }
 
 std::map<std::string, std::string> child_environment(std::map<std::string, std::string> env,

@@ -1,6 +1,7 @@
 #include "common/hook_env.hpp"
 
 #include "common/log.hpp"
+#include "common/name_memo.hpp"
 
 #include <algorithm>
 #include <array>
@@ -55,9 +56,7 @@ bool has_url_credentials(std::string_view value)
     return false;
 }
 
-} // namespace
-
-bool is_secret_env_name(std::string_view name)
+bool compute_secret_env_name(std::string_view name)
 {
     std::string n = upper(name);
     auto contains = [&](std::string_view part) { return n.find(part) != std::string::npos; };
@@ -66,6 +65,13 @@ bool is_secret_env_name(std::string_view name)
     };
     return n == "DATABASE_URL" || n == "TEST_DATABASE_URL" || n.rfind("PG", 0) == 0 || contains("PASSWORD") ||
            contains("SECRET") || contains("TOKEN") || ends_with("_KEY");
+}
+
+} // namespace
+
+bool is_secret_env_name(std::string_view name)
+{
+    return memoized<compute_secret_env_name>(name);
 }
 
 EnvMap build_hook_env(const PluginConfig& config, const HookContext& context, const EnvMap& parent)

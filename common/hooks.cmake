@@ -1,7 +1,9 @@
-# Hook contract: discovery, plugin config, hook env/argv, output parsing, output files.
+# Hook contract: discovery, plugin config, hook env/argv, output parsing, output files,
+# and the JSON text written for the statements that record them.
 target_sources(common PRIVATE
   ${CMAKE_CURRENT_LIST_DIR}/utf8.cpp
   ${CMAKE_CURRENT_LIST_DIR}/bounded_json.cpp
+  ${CMAKE_CURRENT_LIST_DIR}/json_text.cpp
   ${CMAKE_CURRENT_LIST_DIR}/env_map.cpp
   ${CMAKE_CURRENT_LIST_DIR}/hook_discovery.cpp
   ${CMAKE_CURRENT_LIST_DIR}/plugin_config.cpp

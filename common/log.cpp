@@ -1,5 +1,7 @@
 #include "common/log.hpp"
 
+#include "common/json_text.hpp"
+
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
@@ -7,6 +9,8 @@
 #include <cstdio>
 #include <ctime>
 #include <mutex>
+
+#include <pthread.h>
 #include <unistd.h>
 
 namespace orch::log {
@@ -18,11 +22,20 @@ struct State {
     Format format = Format::text;
     Level min_level = Level::info;
     Fields context;
+    // getpid() is a system call each time (glibc 2.36 does not cache it): it
+    // is read once, and again in a child of fork().
+    pid_t pid = ::getpid();
+    // The text of the current second ("2026-11-22T04:50:01"), made by strftime
+    // once per second rather than on every line.
+    std::time_t second = -1;
+    char second_text[32] = {};
 };
 
 State& state()
 {
     static State s;
+    static const int forked = ::pthread_atfork(nullptr, nullptr, [] { state().pid = ::getpid(); });
+    (void)forked;
     return s;
 }
 
@@ -37,16 +50,19 @@ const char* level_name(Level level)
     return "info";
 }
 
-std::string timestamp()
+// Called with the state's mutex held.
+std::string timestamp(State& s)
 {
     auto now = std::chrono::system_clock::now();
     auto secs = std::chrono::system_clock::to_time_t(now);
     auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&secs, &tm);
-    char buf[32];
-    std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
-    return fmt::format("{}.{:03d}Z", buf, static_cast<int>(ms));
+    if (secs != s.second) {
+        std::tm tm{};
+        gmtime_r(&secs, &tm);
+        std::strftime(s.second_text, sizeof s.second_text, "%Y-%m-%dT%H:%M:%S", &tm);
+        s.second = secs;
+    }
+    return fmt::format("{}.{:03d}Z", s.second_text, static_cast<int>(ms));
 }
 
 bool needs_quotes(const std::string& v)
@@ -78,6 +94,13 @@ void set_context(std::string key, std::string value)
     s.context.emplace_back(std::move(key), std::move(value));
 }
 
+bool enabled(Level level)
+{
+    auto& s = state();
+    std::lock_guard lock(s.mutex);
+    return level >= s.min_level;
+}
+
 void write(Level level, std::string_view message, const Fields& fields)
 {
     auto& s = state();
@@ -88,10 +111,10 @@ void write(Level level, std::string_view message, const Fields& fields)
     std::string line;
     if (s.format == Format::json) {
         nlohmann::json j;
-        j["ts"] = timestamp();
+        j["ts"] = timestamp(s);
         j["level"] = level_name(level);
         j["program"] = s.program;
-        j["pid"] = ::getpid();
+        j["pid"] = s.pid;
         j["msg"] = std::string(message);
         for (const auto& [k, v] : s.context) {
             j[k] = v;
@@ -101,13 +124,13 @@ void write(Level level, std::string_view message, const Fields& fields)
         }
         line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
     } else {
-        line = fmt::format("{} {:5} {}[{}] {}", timestamp(), level_name(level), s.program, ::getpid(), message);
+        line = fmt::format("{} {:5} {}[{}] {}", timestamp(s), level_name(level), s.program, s.pid, message);
         auto append = [&line](const std::string& k, const std::string& v) {
+            line.append(" ").append(k).append("=");
             if (needs_quotes(v)) {
-                line += fmt::format(" {}={}", k, nlohmann::json(v).dump(-1, ' ', false,
-                                                                      nlohmann::json::error_handler_t::replace));
+                json_text::append_string(line, v);
             } else {
-                line += fmt::format(" {}={}", k, v);
+                line.append(v);
             }
         };
         // As in JSON, a field given with the message replaces a context field of that name.

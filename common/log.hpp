@@ -23,6 +23,9 @@ void set_context(std::string key, std::string value);
 using Fields = std::vector<std::pair<std::string, std::string>>;
 
 void write(Level level, std::string_view message, const Fields& fields = {});
+// Whether a line at `level` would be written: lets a caller skip building the
+// fields of a line nobody reads (debug lines on the per-hook path).
+bool enabled(Level level);
 
 inline void debug(std::string_view m, const Fields& f = {}) { write(Level::debug, m, f); }
 inline void info(std::string_view m, const Fields& f = {}) { write(Level::info, m, f); }

@@ -3,6 +3,7 @@
 
 #include "common/autocommit_statement.hpp"
 #include "common/pending_statement.hpp"
+#include "common/json_text.hpp"
 #include "common/process_row_values.hpp"
 
 #include <nlohmann/json.hpp>
@@ -33,9 +34,19 @@ namespace {
 
 // argv and environment values are bytes, not necessarily UTF-8: a strict dump
 // would throw, and the insert carrying held exits with it would be lost.
-std::string dump_lenient(const nlohmann::json& value)
+// json_text replaces what is not UTF-8, as nlohmann's lenient dump does.
+std::string json_array(const std::vector<std::string>& items)
 {
-    return value.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    std::string out;
+    json_text::append_string_array(out, items);
+    return out;
+}
+
+std::string json_object(const std::map<std::string, std::string>& items)
+{
+    std::string out;
+    json_text::append_string_object(out, items);
+    return out;
 }
 
 } // namespace
@@ -63,8 +74,8 @@ PendingStatement send_insert_queued(pqxx::connection& conn, const NewRow& row, c
                               std::string(k_async_commit) + k_insert_once);
     });
     std::vector<std::optional<std::string>> params{
-        row.id,          row.machine_id,  row.parent_id,   row.process_type,           dump_lenient(row.cmd),
-        dump_lenient(row.env),   row.pwd,         text(row.timeout_s),        row.cookie,
+        row.id,          row.machine_id,  row.parent_id,   row.process_type,           json_array(row.cmd),
+        json_object(row.env),   row.pwd,         text(row.timeout_s),        row.cookie,
         row.containment, row.cgroup_path, row.stdout_path, row.stderr_path,            row.plugin,
         row.hook_name,   row.crawl_id,    row.snapshot_id, row.archive_result_id};
     const auto more = exits_parameters(exits);
@@ -87,37 +98,59 @@ PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vect
         "   cmd jsonb, env jsonb, pwd text, timeout_s double precision, cookie text, containment text,"
         "   cgroup_path text, stdout_path text, stderr_path text, plugin text, hook_name text, crawl_id uuid,"
         "   snapshot_id uuid, archive_result_id uuid), " + std::string(k_async_commit) + k_insert_once;
-    auto json_or_null = [](const auto& value) { return value ? nlohmann::json(*value) : nlohmann::json(); };
-    auto out = nlohmann::json::array();
+    // Written as text (json_text): building and dumping the nlohmann tree of
+    // these rows was the largest CPU cost of a snapshot worker.
+    std::string out = "[";
     for (const auto& row : rows) {
-        out.push_back({{"id", row.id},
-                       {"machine_id", row.machine_id},
-                       {"parent_id", json_or_null(row.parent_id)},
-                       {"process_type", row.process_type},
-                       {"cmd", row.cmd},
-                       {"env", row.env},
-                       {"pwd", json_or_null(row.pwd)},
-                       {"timeout_s", json_or_null(row.timeout_s)},
-                       {"cookie", json_or_null(row.cookie)},
-                       {"containment", json_or_null(row.containment)},
-                       {"cgroup_path", json_or_null(row.cgroup_path)},
-                       {"stdout_path", json_or_null(row.stdout_path)},
-                       {"stderr_path", json_or_null(row.stderr_path)},
-                       {"plugin", json_or_null(row.plugin)},
-                       {"hook_name", json_or_null(row.hook_name)},
-                       {"crawl_id", json_or_null(row.crawl_id)},
-                       {"snapshot_id", json_or_null(row.snapshot_id)},
-                       {"archive_result_id", json_or_null(row.archive_result_id)}});
+        if (out.size() > 1) {
+            out += ',';
+        }
+        const auto member = [&out](std::string_view key, const std::optional<std::string>& value) {
+            json_text::append_key(out, key);
+            json_text::append_string_or_null(out, value);
+            out += ',';
+        };
+        out += '{';
+        member("id", row.id);
+        member("machine_id", row.machine_id);
+        member("parent_id", row.parent_id);
+        member("process_type", row.process_type);
+        json_text::append_key(out, "cmd");
+        json_text::append_string_array(out, row.cmd);
+        out += ',';
+        json_text::append_key(out, "env");
+        json_text::append_string_object(out, row.env);
+        out += ',';
+        member("pwd", row.pwd);
+        json_text::append_key(out, "timeout_s");
+        if (row.timeout_s) {
+            json_text::append_number(out, *row.timeout_s);
+        } else {
+            out += "null";
+        }
+        out += ',';
+        member("cookie", row.cookie);
+        member("containment", row.containment);
+        member("cgroup_path", row.cgroup_path);
+        member("stdout_path", row.stdout_path);
+        member("stderr_path", row.stderr_path);
+        member("plugin", row.plugin);
+        member("hook_name", row.hook_name);
+        member("crawl_id", row.crawl_id);
+        member("snapshot_id", row.snapshot_id);
+        json_text::append_key(out, "archive_result_id");
+        json_text::append_string_or_null(out, row.archive_result_id);
+        out += '}';
     }
-    return PendingStatement(conn, "process_table.insert_queued_rows", sql,
-                            {out.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)});
+    out += ']';
+    return PendingStatement(conn, "process_table.insert_queued_rows", sql, {std::move(out)});
 }
 
 void insert_running(pqxx::connection& conn, const NewRow& row, const ProcessIdentity& identity, pid_t pgid)
 {
     // A process registering itself: durable before it acts (synchronous commit).
-    const std::string cmd = dump_lenient(row.cmd);
-    const std::string env = dump_lenient(row.env);
+    const std::string cmd = json_array(row.cmd);
+    const std::string env = json_object(row.env);
     const auto timeout_s = text(row.timeout_s);
     const auto pidfs_ino = text(identity.pidfs_ino);
     ride_out_transaction(conn, [&](pqxx::work& tx) {

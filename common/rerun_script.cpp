@@ -4,7 +4,6 @@
 #include "common/fd.hpp"
 
 #include <algorithm>
-#include <cctype>
 #include <cerrno>
 
 #include <fcntl.h>
@@ -12,34 +11,81 @@
 #include <unistd.h>
 
 namespace orch {
+namespace {
+
+// The bytes a shell word may hold unquoted: ASCII letters and digits, @%+=:,./-_.
+// A table, not isalnum() and a search per byte: every hook's cmd.sh quotes its
+// whole environment.
+struct PlainBytes {
+    bool plain[256] = {};
+    constexpr PlainBytes()
+    {
+        for (int c = '0'; c <= '9'; ++c) {
+            plain[c] = true;
+        }
+        for (int c = 'a'; c <= 'z'; ++c) {
+            plain[c] = true;
+            plain[c - 'a' + 'A'] = true;
+        }
+        for (const char c : std::string_view("@%+=:,./-_")) {
+            plain[static_cast<unsigned char>(c)] = true;
+        }
+    }
+};
+constexpr PlainBytes k_plain_bytes;
+
+// Appends `word` to `out` as one shell word.
+void append_quoted(std::string& out, std::string_view word)
+{
+    if (!word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
+            return k_plain_bytes.plain[static_cast<unsigned char>(c)];
+        })) {
+        out.append(word);
+        return;
+    }
+    // Inside single quotes nothing is special except the quote itself.
+    out += '\'';
+    for (std::size_t start = 0;;) {
+        const auto quote = word.find('\'', start);
+        out.append(word.substr(start, quote - start));
+        if (quote == std::string_view::npos) {
+            break;
+        }
+        out += "'\\''";
+        start = quote + 1;
+    }
+    out += '\'';
+}
+
+} // namespace
 
 std::string shell_quote(std::string_view word)
 {
-    if (!word.empty() && std::all_of(word.begin(), word.end(), [](char c) {
-            return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("@%+=:,./-_").find(c) != std::string_view::npos;
-        })) {
-        return std::string(word);
-    }
-    // Inside single quotes nothing is special except the quote itself.
-    std::string quoted = "'";
-    for (char c : word) {
-        quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
-    }
-    return quoted + "'";
+    std::string out;
+    append_quoted(out, word);
+    return out;
 }
 
 void write_rerun_script(const std::filesystem::path& path, const std::vector<std::string>& argv,
                         const std::map<std::string, std::string>& env, const std::filesystem::path& pwd,
                         const std::vector<std::string>& from_caller)
 {
-    std::string script = "#!/bin/sh\n# Reruns this process with the environment it was given.\n";
-    script += "cd " + shell_quote(pwd.string()) + " || exit 1\nexec env -i";
+    std::string script = "#!/bin/sh\n# Reruns this process with the environment it was given.\ncd ";
+    append_quoted(script, pwd.native());
+    script += " || exit 1\nexec env -i";
+    std::string assignment;
     for (const auto& [key, value] : env) {
-        const bool secret = std::find(from_caller.begin(), from_caller.end(), key) != from_caller.end();
-        script += " \\\n  " + (secret ? key + "=\"${" + key + "}\"" : shell_quote(key + "=" + value));
+        script += " \\\n  ";
+        if (std::find(from_caller.begin(), from_caller.end(), key) != from_caller.end()) {
+            script.append(key).append("=\"${").append(key).append("}\"");
+            continue;
+        }
+        assignment.assign(key).append("=").append(value);
+        append_quoted(script, assignment);
     }
     for (const auto& word : argv) {
-        script += " \\\n  " + shell_quote(word);
+        script += " \\\n  ";
+        append_quoted(script, word);
     }
     script += "\n";
     // Created executable (within the umask): one for every hook, and a chmod

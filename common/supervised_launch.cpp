@@ -204,9 +204,11 @@ LaunchResult Supervisor::launch_row(const LaunchRequest& request, LaunchResult r
                                                  sweep, request.timeout_s, stdout_path, stderr_path);
     tree->hold_exit = request.process_type == "hook" || request.hold_exit;
     tree->owner_logs = request.owner_logs;
-    log::write(request.owner_logs ? log::Level::debug : log::Level::info, "launched",
-               {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
-                {"containment", std::string(to_string(m_containment.mode()))}});
+    if (const auto level = request.owner_logs ? log::Level::debug : log::Level::info; log::enabled(level)) {
+        log::write(level, "launched",
+                   {{"process", result.row_id}, {"name", request.name}, {"pid", std::to_string(result.pid)},
+                    {"containment", std::string(to_string(m_containment.mode()))}});
+    }
     track(std::move(tree));
     return result;
 }

@@ -226,10 +226,12 @@ void Supervisor::on_leader_exit(SupervisedTree& tree, const ProcessExit& exit)
                  read_log_tail(tree.stderr_path(), m_options.tail_bytes), exit.usage},
                 tree.hold_exit && !tree.claimed);
     tree.recorded = true;
-    log::write(tree.owner_logs ? log::Level::debug : log::Level::info, "process exited",
-               {{"process", tree.row_id()}, {"name", tree.name()}, {"exit_code", std::to_string(exit.exit_code)},
-                {"signal", exit.term_signal ? std::to_string(*exit.term_signal) : ""},
-                {"end_reason", tree.end_reason}, {"elapsed_ms", ms(elapsed)}});
+    if (const auto level = tree.owner_logs ? log::Level::debug : log::Level::info; log::enabled(level)) {
+        log::write(level, "process exited",
+                   {{"process", tree.row_id()}, {"name", tree.name()}, {"exit_code", std::to_string(exit.exit_code)},
+                    {"signal", exit.term_signal ? std::to_string(*exit.term_signal) : ""},
+                    {"end_reason", tree.end_reason}, {"elapsed_ms", ms(elapsed)}});
+    }
 }
 
 void Supervisor::reap_orphans()

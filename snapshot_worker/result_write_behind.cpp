@@ -1,5 +1,6 @@
 #include "snapshot_worker/result_write_behind.hpp"
 
+#include "common/json_text.hpp"
 #include "common/utf8.hpp"
 
 #include <algorithm>
@@ -37,9 +38,22 @@ nlohmann::json json_without_nul(const nlohmann::json& j)
     return j;
 }
 
-nlohmann::json text_or_null(const std::optional<std::string>& s)
+void append_text_or_null(std::string& out, const std::optional<std::string>& s)
 {
-    return s ? nlohmann::json(orch::without_nul(*s)) : nlohmann::json();
+    if (s) {
+        json_text::append_string(out, orch::without_nul(*s));
+    } else {
+        out += "null";
+    }
+}
+
+void append_json(std::string& out, const nlohmann::json& j)
+{
+    if (j.is_null()) {
+        out += "null";
+        return;
+    }
+    out += json_without_nul(j).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 } // namespace
@@ -64,12 +78,25 @@ void ResultWriteBehind::finished(const std::string& result_id, const HookResult&
         p.due = at + k_delay;
     }
     p.ended_at = at;
-    p.end = nlohmann::json{{"status", std::string(to_string(result.status))},
-                           {"output_str", text_or_null(result.output_str)},
-                           {"output_json", json_without_nul(result.output_json)},
-                           {"error", text_or_null(result.error)},
-                           {"output_files", json_without_nul(files.to_json())},
-                           {"output_size", files.total_size}};
+    // Rendered once, as the members of the result's JSON object: the write
+    // that carries it only adds its envelope (take()).
+    std::string end = "\"status\":";
+    json_text::append_string(end, to_string(result.status));
+    end += ",\"output_str\":";
+    append_text_or_null(end, result.output_str);
+    end += ",\"output_json\":";
+    append_json(end, result.output_json);
+    end += ",\"error\":";
+    append_text_or_null(end, result.error);
+    end += ",\"output_files\":";
+    if (files.files.empty()) {
+        end += "[]";
+    } else {
+        append_json(end, files.to_json());
+    }
+    end += ",\"output_size\":";
+    end += std::to_string(files.total_size);
+    p.end = std::move(end);
 }
 
 std::optional<ResultWriteBehind::Clock::time_point> ResultWriteBehind::next_due() const
@@ -83,30 +110,43 @@ std::optional<ResultWriteBehind::Clock::time_point> ResultWriteBehind::next_due(
     return out;
 }
 
-nlohmann::json ResultWriteBehind::take(Clock::time_point now)
+std::string ResultWriteBehind::take(Clock::time_point now)
 {
     const auto written_at = Clock::now();
-    auto out = nlohmann::json::array();
+    std::string out = "[";
     for (auto it = m_pending.begin(); it != m_pending.end();) {
         const auto& p = it->second;
         if (p.due > now) {
             ++it;
             continue;
         }
-        nlohmann::json w = p.end ? *p.end : nlohmann::json{{"status", "started"}};
-        w["id"] = it->first;
-        w["started"] = p.process_id.has_value();
+        if (out.size() > 1) {
+            out += ',';
+        }
+        out += "{\"id\":";
+        json_text::append_string(out, it->first);
+        out += ",\"started\":";
+        out += p.process_id ? "true" : "false";
         if (p.process_id) {
-            w["process_id"] = *p.process_id;
-            w["started_ago"] = seconds_before(written_at, p.started_at);
+            out += ",\"process_id\":";
+            json_text::append_string(out, *p.process_id);
+            out += ",\"started_ago\":";
+            json_text::append_number(out, seconds_before(written_at, p.started_at));
         }
-        w["ended"] = p.end.has_value();
+        out += ",\"ended\":";
+        out += p.end ? "true" : "false";
         if (p.end) {
-            w["ended_ago"] = seconds_before(written_at, p.ended_at);
+            out += ",\"ended_ago\":";
+            json_text::append_number(out, seconds_before(written_at, p.ended_at));
+            out += ',';
+            out += *p.end;
+        } else {
+            out += ",\"status\":\"started\"";
         }
-        out.push_back(std::move(w));
+        out += '}';
         it = m_pending.erase(it);
     }
+    out += ']';
     return out;
 }
 

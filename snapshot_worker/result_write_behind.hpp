@@ -4,8 +4,6 @@
 #include "common/output_files.hpp"
 #include "common/write_behind.hpp"
 
-#include <nlohmann/json.hpp>
-
 #include <chrono>
 #include <map>
 #include <optional>
@@ -38,16 +36,17 @@ public:
     // When the oldest held write falls due; nullopt when nothing is held.
     std::optional<Clock::time_point> next_due() const;
     // The writes due at `now` (every write with Clock::time_point::max()),
-    // removed from the buffer, as the JSON array the flush statement reads
-    // (one object per result: see snapshot_store.cpp). Empty array if none.
-    nlohmann::json take(Clock::time_point now);
+    // removed from the buffer, as the text of the JSON array the flush
+    // statement reads (one object per result: see snapshot_store.cpp); "[]"
+    // if none.
+    std::string take(Clock::time_point now);
 
 private:
     struct Pending {
         Clock::time_point due;
         std::optional<std::string> process_id; // set while the start is unwritten
         Clock::time_point started_at;
-        std::optional<nlohmann::json> end;     // the result's columns, once finished
+        std::optional<std::string> end;        // the result's columns as JSON members, once finished
         Clock::time_point ended_at;
     };
     std::map<std::string, Pending> m_pending;

@@ -2,6 +2,7 @@
 
 #include "common/autocommit_statement.hpp"
 #include "common/errors.hpp"
+#include "common/json_text.hpp"
 #include "common/log.hpp"
 #include "common/process_table.hpp"
 #include "common/snapshot_claims.hpp"
@@ -32,7 +33,7 @@ namespace {
 constexpr const char* k_fence =
     "EXISTS (SELECT 1 FROM snapshot f WHERE f.id = $1 AND (f.lease_owner = $2) IS TRUE FOR SHARE)";
 
-std::string json_text(const nlohmann::json& j)
+std::string dumped(const nlohmann::json& j)
 {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
@@ -53,11 +54,20 @@ std::string create_results(const std::string& snapshot, const std::string& from,
 // The hooks whose results a snapshot gets, as [{"plugin", "hook"}, ...].
 std::string hooks_json(const std::vector<Hook>& hooks)
 {
-    nlohmann::json list = nlohmann::json::array();
+    std::string out = "[";
     for (const auto& h : hooks) {
-        list.push_back({{"plugin", h.plugin}, {"hook", h.id()}});
+        if (out.size() > 1) {
+            out += ',';
+        }
+        out += '{';
+        json_text::append_key(out, "plugin");
+        json_text::append_string(out, h.plugin);
+        out += ',';
+        json_text::append_key(out, "hook");
+        json_text::append_string(out, h.id());
+        out += '}';
     }
-    return json_text(list);
+    return out + ']';
 }
 
 // The held writes (result_write_behind.cpp) in the JSON array parameter `param`,
@@ -177,12 +187,12 @@ void SnapshotStore::record(const std::string& result_id, const HookResult& resul
 void SnapshotStore::flush_results(bool all)
 {
     auto writes = m_writes.take(all ? ResultWriteBehind::Clock::time_point::max() : ResultWriteBehind::Clock::now());
-    if (writes.empty()) {
+    if (writes == "[]") {
         return;
     }
     static const std::string sql = fmt::format("{} FROM {}, {} WHERE a.id = w.id AND a.snapshot_id = $1 AND {} RETURNING 1",
                                                k_write_held, held_writes("$3"), k_async_commit, k_fence);
-    auto r = exec_autocommit(m_conn, "snapshot_store.flush_results", sql, m_snapshot_id, m_owner, json_text(writes));
+    auto r = exec_autocommit(m_conn, "snapshot_store.flush_results", sql, m_snapshot_id, m_owner, writes);
     require(r, "recording results");
 }
 
@@ -237,7 +247,7 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
                                 "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
                                 "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
                                 "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
-                                m_crawl_id, m_snapshot_id, depth, json_text(nlohmann::json(urls)), room);
+                                m_crawl_id, m_snapshot_id, depth, dumped(nlohmann::json(urls)), room);
         return static_cast<int>(r.size());
     });
 }
@@ -317,7 +327,7 @@ void read_next(const pqxx::row& row, pqxx::row::size_type first, SnapshotStore::
 
 std::string SnapshotStore::held_results()
 {
-    return json_text(m_writes.take(ResultWriteBehind::Clock::time_point::max()));
+    return m_writes.take(ResultWriteBehind::Clock::time_point::max());
 }
 
 std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exits)
