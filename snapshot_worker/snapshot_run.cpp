@@ -3,7 +3,6 @@
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/hook_argv.hpp"
-#include "common/hook_env.hpp"
 #include "common/hook_output.hpp"
 #include "common/hook_result.hpp"
 #include "common/log.hpp"
@@ -201,8 +200,11 @@ LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool backg
 {
     // Supervisor::launch creates the directory (log_dir) before the hook starts in it.
     auto dir = hook_dir(planned);
-    HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, m_ctx.snap_dir};
-    auto env = build_hook_env(planned.config, hc, inherited_environment());
+    // The environment build_hook_env() gives it in this snapshot: the crawl's
+    // (HookSetup) and this snapshot's directory, a path of ours (no NUL, no
+    // secret-looking name).
+    auto env = planned.env;
+    env["SNAP_DIR"] = m_ctx.snap_dir.string();
     LaunchRequest req;
     req.argv = build_hook_argv(planned.hook, HookArguments{m_ctx.snapshot.url, m_ctx.snapshot.id, m_ctx.snapshot.crawl_id});
     req.env = env;

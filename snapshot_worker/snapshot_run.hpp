@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/env_map.hpp"
 #include "common/exit_codes.hpp"
 #include "common/hook_discovery.hpp"
 #include "common/lease.hpp"
@@ -18,10 +19,22 @@
 
 namespace orch {
 
-// A hook of this snapshot, ready to run: its effective config and its result row.
-struct PlannedHook {
+// A hook every snapshot of this worker runs, as planned once for its crawl: the
+// hook, its effective config, and its environment but SNAP_DIR (build_hook_env
+// with the crawl's context: the same for every snapshot, so not built again at
+// each launch).
+struct HookSetup {
     Hook hook;
     PluginConfig config;
+    EnvMap env;
+};
+
+// A hook of this snapshot, ready to run: its setup (owned by the worker, which
+// outlives every run) and its result row.
+struct PlannedHook {
+    const Hook& hook;
+    const PluginConfig& config;
+    const EnvMap& env;
     std::string result_id;
 };
 

@@ -7,6 +7,7 @@
 #include "common/env_map.hpp"
 #include "common/env_setting.hpp"
 #include "common/errors.hpp"
+#include "common/hook_env.hpp"
 #include "common/hook_plan.hpp"
 #include "common/ids.hpp"
 #include "common/lease.hpp"
@@ -35,7 +36,7 @@ namespace {
 
 // What every snapshot run by this process shares: they all belong to one crawl.
 struct WorkerScope {
-    std::vector<PlannedHook> planned;
+    std::vector<HookSetup> hooks;
     const UrlFilter* filter = nullptr;
     std::size_t parallelism = 1;
     std::chrono::milliseconds teardown_grace{10'000};
@@ -45,8 +46,8 @@ struct WorkerScope {
 std::vector<Hook> planned_hooks(const WorkerScope& scope)
 {
     std::vector<Hook> hooks;
-    for (const auto& p : scope.planned) {
-        hooks.push_back(p.hook);
+    for (const auto& h : scope.hooks) {
+        hooks.push_back(h.hook);
     }
     return hooks;
 }
@@ -61,14 +62,13 @@ ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals&
 {
     auto results = prepared ? std::move(*prepared) : store.ensure_results(planned_hooks(scope));
     std::vector<PlannedHook> todo;
-    for (auto p : scope.planned) {
-        const auto& state = results.at(p.hook.id());
-        p.result_id = state.id;
+    for (const auto& h : scope.hooks) {
+        const auto& state = results.at(h.hook.id());
         // A rerun after a crash never repeats what already finished well.
         if (state.status == "succeeded" || state.status == "skipped" || state.status == "noresults") {
             continue;
         }
-        todo.push_back(std::move(p));
+        todo.push_back(PlannedHook{h.hook, h.config, h.env, state.id});
     }
     SnapshotRun::Context ctx;
     ctx.snapshot = snapshot;
@@ -124,8 +124,12 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     // Every snapshot of a crawl has the crawl's configuration: one plan serves them all.
     WorkerScope scope;
     auto hooks = plan_hooks(plugin_roots(options.plugins_dir), snapshot->crawl_config, {"Snapshot"});
+    // Their environments too: everything in them but SNAP_DIR is the crawl's.
+    const auto inherited = inherited_environment();
+    const HookContext crawl_context{data_dir, data_dir / "crawls" / snapshot->crawl_id, std::nullopt};
     for (auto& h : hooks["Snapshot"]) {
-        scope.planned.push_back(PlannedHook{std::move(h.hook), std::move(h.config), {}});
+        auto env = build_hook_env(h.config, crawl_context, inherited);
+        scope.hooks.push_back(HookSetup{std::move(h.hook), std::move(h.config), std::move(env)});
     }
     // All of them, also those only a crawl worker reads: one rule for every executable.
     check_settings();
