@@ -2,6 +2,7 @@
 
 #include "common/errors.hpp"
 
+#include <atomic>
 #include <cerrno>
 
 #include <poll.h>
@@ -82,9 +83,18 @@ std::optional<ProcessExit> Pidfd::try_reap() const
 std::optional<std::uint64_t> Pidfd::inode() const
 {
     // Before pidfs, every pidfd shares the anon-inode inode, which would make
-    // all processes look identical: only trust the inode on pidfs.
-    struct statfs fs{};
-    if (::fstatfs(m_fd.get(), &fs) != 0 || static_cast<long>(fs.f_type) != k_pidfs_magic) {
+    // all processes look identical: only trust the inode on pidfs. Which of the
+    // two a pidfd is depends on the running kernel alone: asked of the first
+    // pidfd that answers, not again at every spawn.
+    static std::atomic<int> on_pidfs{-1}; // -1 unknown, 0 no, 1 yes
+    if (on_pidfs.load(std::memory_order_relaxed) < 0) {
+        struct statfs fs{};
+        if (::fstatfs(m_fd.get(), &fs) != 0) {
+            return std::nullopt;
+        }
+        on_pidfs.store(static_cast<long>(fs.f_type) == k_pidfs_magic ? 1 : 0, std::memory_order_relaxed);
+    }
+    if (on_pidfs.load(std::memory_order_relaxed) == 0) {
         return std::nullopt;
     }
     struct stat st{};
