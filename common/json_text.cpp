@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <cmath>
+#include <cstdint>
+#include <cstring>
 #include <iterator>
 
 namespace orch::json_text {
@@ -52,6 +54,18 @@ void append_escape(std::string& out, unsigned char c)
     }
 }
 
+// Whether any of the 8 bytes of `word` is not plain (below 0x20, '"', '\\' or
+// 0x80 and above): the usual bit tricks, so that long plain runs (paths, PATH)
+// are skipped 8 bytes at a time.
+bool has_special_byte(std::uint64_t word)
+{
+    constexpr std::uint64_t k_ones = 0x0101010101010101ull;
+    constexpr std::uint64_t k_highs = 0x8080808080808080ull;
+    const auto zero_byte = [](std::uint64_t x) { return (x - k_ones) & ~x & k_highs; };
+    const std::uint64_t control = (word - k_ones * 0x20) & ~word & k_highs; // a byte < 0x20
+    return ((word & k_highs) | control | zero_byte(word ^ (k_ones * '"')) | zero_byte(word ^ (k_ones * '\\'))) != 0;
+}
+
 } // namespace
 
 void append_string(std::string& out, std::string_view text)
@@ -61,6 +75,14 @@ void append_string(std::string& out, std::string_view text)
     bool utf8_checked = false;
     std::size_t run = 0; // the first byte not yet copied
     for (std::size_t i = 0; i < text.size(); ++i) {
+        if (i + 8 <= text.size()) {
+            std::uint64_t word;
+            std::memcpy(&word, text.data() + i, sizeof word);
+            if (!has_special_byte(word)) {
+                i += 7;
+                continue;
+            }
+        }
         const auto c = static_cast<unsigned char>(text[i]);
         const ByteKind kind = k_bytes.kind[c];
         if (kind == ByteKind::plain) {
