@@ -102,44 +102,43 @@ PendingStatement send_insert_queued_rows(pqxx::connection& conn, const std::vect
     // these rows was the largest CPU cost of a snapshot worker.
     std::string out = "[";
     for (const auto& row : rows) {
-        if (out.size() > 1) {
+        out += out.size() > 1 ? ",{" : "{";
+        for (const auto& [key, value] : {std::pair<const char*, const std::string*>{"id", &row.id},
+                                         {"machine_id", &row.machine_id},
+                                         {"process_type", &row.process_type}}) {
+            json_text::append_key(out, key);
+            json_text::append_string(out, *value);
             out += ',';
         }
-        const auto member = [&out](std::string_view key, const std::optional<std::string>& value) {
+        for (const auto& [key, value] : {std::pair<const char*, const std::optional<std::string>*>{
+                                             "parent_id", &row.parent_id},
+                                         {"pwd", &row.pwd},
+                                         {"cookie", &row.cookie},
+                                         {"containment", &row.containment},
+                                         {"cgroup_path", &row.cgroup_path},
+                                         {"stdout_path", &row.stdout_path},
+                                         {"stderr_path", &row.stderr_path},
+                                         {"plugin", &row.plugin},
+                                         {"hook_name", &row.hook_name},
+                                         {"crawl_id", &row.crawl_id},
+                                         {"snapshot_id", &row.snapshot_id},
+                                         {"archive_result_id", &row.archive_result_id}}) {
             json_text::append_key(out, key);
-            json_text::append_string_or_null(out, value);
+            json_text::append_string_or_null(out, *value);
             out += ',';
-        };
-        out += '{';
-        member("id", row.id);
-        member("machine_id", row.machine_id);
-        member("parent_id", row.parent_id);
-        member("process_type", row.process_type);
+        }
         json_text::append_key(out, "cmd");
         json_text::append_string_array(out, row.cmd);
         out += ',';
         json_text::append_key(out, "env");
         json_text::append_string_object(out, row.env);
         out += ',';
-        member("pwd", row.pwd);
         json_text::append_key(out, "timeout_s");
         if (row.timeout_s) {
             json_text::append_number(out, *row.timeout_s);
         } else {
             out += "null";
         }
-        out += ',';
-        member("cookie", row.cookie);
-        member("containment", row.containment);
-        member("cgroup_path", row.cgroup_path);
-        member("stdout_path", row.stdout_path);
-        member("stderr_path", row.stderr_path);
-        member("plugin", row.plugin);
-        member("hook_name", row.hook_name);
-        member("crawl_id", row.crawl_id);
-        member("snapshot_id", row.snapshot_id);
-        json_text::append_key(out, "archive_result_id");
-        json_text::append_string_or_null(out, row.archive_result_id);
         out += '}';
     }
     out += ']';
