@@ -6,6 +6,7 @@
 #include "common/log.hpp"
 #include "common/process_table.hpp"
 #include "common/snapshot_claims.hpp"
+#include "snapshot_worker/seal_statements.hpp"
 
 #include <fmt/format.h>
 
@@ -37,65 +38,6 @@ std::string dumped(const nlohmann::json& j)
 {
     return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
-
-// A data-modifying CTE body: one queued archive_result for snapshot `snapshot`
-// per hook in the JSON array parameter `hooks` (hooks_json), with `from` ("t, ")
-// joined in and `where` ("WHERE ...") applied; returns the rows it made
-// (hook_name, id, status). Results that exist already are kept as they are.
-std::string create_results(const std::string& snapshot, const std::string& from, const std::string& hooks,
-                           const std::string& where)
-{
-    return fmt::format("INSERT INTO archive_result (snapshot_id, plugin, hook_name) "
-                       "SELECT {}, e->>'plugin', e->>'hook' FROM {}jsonb_array_elements({}::jsonb) e {} "
-                       "ON CONFLICT (snapshot_id, hook_name) DO NOTHING RETURNING hook_name, id, status",
-                       snapshot, from, hooks, where);
-}
-
-// The hooks whose results a snapshot gets, as [{"plugin", "hook"}, ...].
-std::string hooks_json(const std::vector<Hook>& hooks)
-{
-    std::string out = "[";
-    for (const auto& h : hooks) {
-        if (out.size() > 1) {
-            out += ',';
-        }
-        out += '{';
-        json_text::append_key(out, "plugin");
-        json_text::append_string(out, h.plugin);
-        out += ',';
-        json_text::append_key(out, "hook");
-        json_text::append_string(out, h.id());
-        out += '}';
-    }
-    return out + ']';
-}
-
-// The held writes (result_write_behind.cpp) in the JSON array parameter `param`,
-// as rows `w`: one per result.
-std::string held_writes(const std::string& param)
-{
-    return fmt::format("jsonb_to_recordset({}::jsonb) AS w(id uuid, status text, started boolean, "
-                       "  process_id uuid, started_ago double precision, ended boolean, "
-                       "  ended_ago double precision, output_str text, output_json jsonb, error text, "
-                       "  output_files jsonb, output_size bigint)",
-                       param);
-}
-
-// Applies rows `w` to archive_result `a`: a start sets what starting means
-// (process, start time, one more attempt, no end), an end the result's
-// columns; a write may carry both.
-constexpr const char* k_write_held =
-    "UPDATE archive_result a SET status = w.status, "
-    " process_id = CASE WHEN w.started THEN w.process_id ELSE a.process_id END, "
-    " start_ts = CASE WHEN w.started THEN now() - make_interval(secs => w.started_ago) ELSE a.start_ts END, "
-    " attempts = a.attempts + CASE WHEN w.started THEN 1 ELSE 0 END, "
-    " end_ts = CASE WHEN w.ended THEN now() - make_interval(secs => w.ended_ago) END, "
-    " error = w.error, "
-    " output_str = CASE WHEN w.ended THEN w.output_str ELSE a.output_str END, "
-    " output_json = CASE WHEN w.ended THEN w.output_json ELSE a.output_json END, "
-    " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
-    " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
-    " modified_at = now()";
 
 } // namespace
 
@@ -157,8 +99,8 @@ std::map<std::string, ResultState> SnapshotStore::ensure_results(const std::vect
                     "UNION ALL SELECT hook_name, id::text, status FROM ins "
                     "UNION ALL SELECT hook_name, id::text, status FROM archive_result "
                     "  WHERE snapshot_id = $1 AND EXISTS (SELECT 1 FROM fence)",
-                    k_async_commit, create_results("$1", "", "$3", "WHERE EXISTS (SELECT 1 FROM fence)")),
-        m_snapshot_id, m_owner, hooks_json(hooks));
+                    k_async_commit, seal_sql::create_results("$1", "", "$3", "WHERE EXISTS (SELECT 1 FROM fence)")),
+        m_snapshot_id, m_owner, seal_sql::hooks_json(hooks));
     std::map<std::string, ResultState> out;
     bool fenced = false;
     for (const auto& row : rows) {
@@ -191,7 +133,7 @@ void SnapshotStore::flush_results(bool all)
         return;
     }
     static const std::string sql = fmt::format("{} FROM {}, {} WHERE a.id = w.id AND a.snapshot_id = $1 AND {} RETURNING 1",
-                                               k_write_held, held_writes("$3"), k_async_commit, k_fence);
+                                               seal_sql::k_write_held, seal_sql::held_writes("$3"), k_async_commit, k_fence);
     auto r = exec_autocommit(m_conn, "snapshot_store.flush_results", sql, m_snapshot_id, m_owner, writes);
     require(r, "recording results");
 }
@@ -254,73 +196,12 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
 
 namespace {
 
-// The seal of `snapshot` held by `owner` (parameter references), as CTEs: the
-// supervisor's held hook exits (`exits`, process_table::exits_ctes: written
-// whatever becomes of the seal, they are facts about our processes, not about
-// the snapshot), `held`, `counts`, `sealed`, `recorded`: the outcome is derived
-// from the stored results and those still held (`writes`, a JSON array
-// parameter; the CTEs all see the rows as they were before the statement, and
-// we hold the lease: nobody else writes them meanwhile). The held results are
-// written only if the seal happened, which is their fence: the snapshot row,
-// updated by `sealed` in this very statement, cannot be locked again by it. The
-// async-commit setting sits in the sealing UPDATE, which always runs.
-// With `held_none`, for a seal with no held results (`writes` is '[]': every
-// result was written before, as when the seal comes more than the write-behind
-// window after the last one, behind a background hook's teardown say, or when
-// no hook ran): no `held` and no `recorded`, the outcome counted from the table
-// alone (seal 60 us instead of 73, `scripts/bench` row 3). Such a statement
-// seals nothing unless `writes` is empty indeed: a caller's mistake can cost a
-// lease, not a result.
-std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
-                      const std::string& exits, bool held_none)
-{
-    const std::string counted =
-        held_none ? fmt::format("counts AS (SELECT count(*) FILTER (WHERE a.status = 'failed') AS failed, "
-                                "           count(*) AS total FROM archive_result a WHERE a.snapshot_id = {}), ",
-                                snapshot)
-                  : fmt::format("held AS (SELECT * FROM {1}), "
-                                "counts AS (SELECT count(*) FILTER (WHERE coalesce(w.status, a.status) = 'failed') "
-                                "           AS failed, count(*) AS total "
-                                "           FROM archive_result a LEFT JOIN held w ON w.id = a.id "
-                                "           WHERE a.snapshot_id = {0}), ",
-                                snapshot, held_writes(writes));
-    const std::string none_held_indeed = held_none ? fmt::format(" AND {}::jsonb = '[]'::jsonb", writes) : "";
-    const std::string recorded =
-        held_none ? ""
-                  : fmt::format(", recorded AS ({} FROM held w WHERE a.id = w.id AND a.snapshot_id = {} "
-                                "  AND EXISTS (SELECT 1 FROM sealed))",
-                                k_write_held, snapshot);
-    return fmt::format(
-        "{3}{4}"
-        "sealed AS (UPDATE snapshot s SET status = 'sealed', "
-        "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
-        "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
-        "  error = CASE WHEN counts.failed > 0 "
-        "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
-        "  sealed_at = clock_timestamp(), sealed_by = {1}, retry_at = NULL, lease_owner = NULL, "
-        "  lease_expires_at = NULL, modified_at = now() "
-        "  FROM counts, {2} WHERE s.id = {0} AND (s.lease_owner = {1}) IS TRUE{5} RETURNING s.outcome){6}",
-        snapshot, owner, k_async_commit, exits, counted, none_held_indeed, recorded);
-}
-
-// The parameters of a seal statement: the fixed ones, then those of `exits`.
-std::vector<std::optional<std::string>> seal_parameters(std::vector<std::optional<std::string>> fixed,
-                                                        const std::vector<process_table::HeldExit>& exits)
-{
-    const auto more = process_table::exits_parameters(exits);
-    fixed.insert(fixed.end(), more.begin(), more.end());
-    return fixed;
-}
-
 // The claimed snapshot at column `first` of `row` (claimed_snapshot's columns,
 // then the results as a JSON object hook id -> [id, status]) into `out`.
 void read_next(const pqxx::row& row, pqxx::row::size_type first, SnapshotStore::SealAndNext& out)
 {
     out.next = claimed_snapshot(row, first);
-    const auto results = row[first + 6].is_null() ? nlohmann::json::object() : nlohmann::json::parse(row[first + 6].c_str());
-    for (const auto& [hook, state] : results.items()) {
-        out.next_results[hook] = ResultState{state.at(0).get<std::string>(), state.at(1).get<std::string>()};
-    }
+    out.next_results = seal_sql::results_of(row[first + 6]);
 }
 
 } // namespace
@@ -334,7 +215,7 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
 {
     static const auto make = [](bool held_none) {
         return process_table::exits_variants([held_none](std::size_t count) {
-            return "WITH " + seal_ctes("$1", "$2", "$3", process_table::exits_ctes(count, 4), held_none) +
+            return "WITH " + seal_sql::seal_ctes("$1", "$2", "$3", process_table::exits_ctes(count, 4), held_none) +
                    " SELECT outcome FROM sealed";
         });
     };
@@ -352,7 +233,7 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
                                     "snapshot_store.seal." + process_table::exits_variant_name(exits.size()) +
                                         (none ? ".none_held" : ""),
                                     statements[process_table::exits_variant(exits.size())],
-                                    seal_parameters({m_snapshot_id, m_owner, writes}, exits));
+                                    seal_sql::seal_parameters({m_snapshot_id, m_owner, writes}, exits));
     if (r.empty()) {
         return sealed_already();
     }
@@ -392,9 +273,9 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     static const auto make = [](bool with_host_gate, bool held_none) {
         return process_table::exits_variants([with_host_gate, held_none](std::size_t count) {
             return claim_statement(
-                seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11), held_none) + ", ",
+                seal_sql::seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11), held_none) + ", ",
                 "AND EXISTS (SELECT 1 FROM sealed)",
-                ", prepared AS (" + create_results("c.id", "claimed c, ", "$10", "") + "), "
+                ", prepared AS (" + seal_sql::create_results("c.id", "claimed c, ", "$10", "") + "), "
                 "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text "
                 "  AS results FROM (SELECT hook_name, id, status FROM prepared "
                 "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
@@ -430,8 +311,8 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
                         "snapshot_store.seal_and_claim_next." + process_table::exits_variant_name(exits.size()) +
                             (host_limited ? ".hosts" : "") + (none ? ".none_held" : ""),
                         statements[variant],
-                        seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, writes,
-                                         hooks_json(hooks)},
+                        seal_sql::seal_parameters({p[0], p[1], p[2], p[3], p[4], p[5], m_snapshot_id, m_owner, writes,
+                                         seal_sql::hooks_json(hooks)},
                                         exits),
                         m_crawl_id, host_limited);
     if (r.empty()) {

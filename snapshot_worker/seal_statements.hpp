@@ -1,0 +1,51 @@
+#pragma once
+
+#include "common/hook_discovery.hpp"
+#include "common/process_table.hpp"
+#include "snapshot_worker/snapshot_store.hpp"
+
+#include <pqxx/pqxx>
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+// The pieces of SQL the snapshot store's seal and claim statements are built
+// from (snapshot_store.cpp, snapshot_batch_seal.cpp). Parameters are referenced
+// by the caller's numbers ("$7"); nothing here runs a statement.
+namespace orch::seal_sql {
+
+// A data-modifying CTE body creating a snapshot's queued results (see the .cpp).
+std::string create_results(const std::string& snapshot, const std::string& from, const std::string& hooks,
+                           const std::string& where);
+// The JSON array parameter create_results() reads: [{"plugin", "hook"}, ...].
+std::string hooks_json(const std::vector<Hook>& hooks);
+// The held result writes in the JSON array parameter `param`, as rows `w`.
+std::string held_writes(const std::string& param);
+// Applies rows `w` to archive_result `a`: a start sets what starting means
+// (process, start time, one more attempt, no end), an end the result's
+// columns; a write may carry both.
+inline constexpr const char* k_write_held =
+    "UPDATE archive_result a SET status = w.status, "
+    " process_id = CASE WHEN w.started THEN w.process_id ELSE a.process_id END, "
+    " start_ts = CASE WHEN w.started THEN now() - make_interval(secs => w.started_ago) ELSE a.start_ts END, "
+    " attempts = a.attempts + CASE WHEN w.started THEN 1 ELSE 0 END, "
+    " end_ts = CASE WHEN w.ended THEN now() - make_interval(secs => w.ended_ago) END, "
+    " error = w.error, "
+    " output_str = CASE WHEN w.ended THEN w.output_str ELSE a.output_str END, "
+    " output_json = CASE WHEN w.ended THEN w.output_json ELSE a.output_json END, "
+    " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
+    " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
+    " modified_at = now()";
+// The seal of one snapshot as CTEs (see the .cpp), their names ending in `suffix`.
+std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
+                      const std::string& exits, bool held_none, const std::string& suffix = "");
+// The parameters of a seal statement: the fixed ones, then those of `exits`.
+std::vector<std::optional<std::string>> seal_parameters(std::vector<std::optional<std::string>> fixed,
+                                                        const std::vector<process_table::HeldExit>& exits);
+// A claimed snapshot's results, as a statement returns them (a JSON object
+// hook id -> [id, status], or NULL for none).
+std::map<std::string, ResultState> results_of(const pqxx::field& field);
+
+} // namespace orch::seal_sql
