@@ -45,6 +45,15 @@ void Supervisor::release_reservations()
     }
 }
 
+void Supervisor::release_reservations(const std::vector<std::string>& row_ids)
+{
+    for (const auto& id : row_ids) {
+        if (m_reservations.erase(id) > 0) {
+            hold_unstarted(id, "not_started", "");
+        }
+    }
+}
+
 void Supervisor::hold_unstarted(const std::string& row_id, const std::string& end_reason, const std::string& error)
 {
     const auto now = std::chrono::steady_clock::now();

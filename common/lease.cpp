@@ -7,7 +7,6 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-
 #include <cstdlib>
 
 namespace orch {
@@ -78,6 +77,18 @@ Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, s
 
 bool Lease::renew(pqxx::connection& conn)
 {
+    if (m_siblings_crawl && m_table == LeaseTable::snapshot) {
+        // The lease is held if its own row is among those renewed.
+        auto rows = ride_out_transaction(conn, [&](pqxx::work& tx) {
+            return tx.exec_params("UPDATE snapshot SET lease_expires_at = now() + make_interval(secs => $2) "
+                                  "WHERE crawl_id = $3 AND lease_owner = $1 AND status <> 'sealed' RETURNING id",
+                                  m_owner, static_cast<double>(m_ttl.count()), *m_siblings_crawl);
+        });
+        m_renewed = Clock::now();
+        m_lost = std::none_of(rows.begin(), rows.end(),
+                              [this](const pqxx::row& row) { return row[0].as<std::string>() == m_item_id; });
+        return !m_lost;
+    }
     auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
         return tx.exec_params(fmt::format("UPDATE {} SET lease_expires_at = now() + make_interval(secs => $3) "
                                           "WHERE id = $1 AND (lease_owner = $2) IS TRUE RETURNING 1",

@@ -43,6 +43,12 @@ public:
     static Lease granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl,
                          int attempts, Clock::time_point granted_at = Clock::now());
 
+    // From now on renew() also extends every other unsealed snapshot of crawl
+    // `crawl_id` leased to the same owner (a snapshot worker holding a batch:
+    // the snapshots claimed ahead and those whose seal it holds, which would
+    // otherwise expire behind a slow one and make recovery take the worker for
+    // stalled). Snapshot leases only.
+    void renew_siblings_in(std::string crawl_id) { m_siblings_crawl = std::move(crawl_id); }
     // Extends the lease. False when it was lost (expired and taken, or cleared).
     bool renew(pqxx::connection& conn);
     // True when a third of the TTL has passed since the last renewal, or the
@@ -70,6 +76,7 @@ private:
     int m_attempts;
     bool m_lost = false;
     Clock::time_point m_renewed = Clock::now();
+    std::optional<std::string> m_siblings_crawl;
 };
 
 // Lease TTL from LEASE_TTL (seconds, 2..3600), default 30 s. Throws ConfigError

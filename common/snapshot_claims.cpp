@@ -48,16 +48,25 @@ constexpr const char* k_host_stamp =
 } // namespace
 
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self, bool host_limited)
+                            const std::string& limit, const std::string& self, bool host_limited,
+                            bool fresh_after_first)
 {
     // A join with `claimed` (estimated at one row) lets a plan made while the
     // process table was young and cached on the connection scan the whole table
     // for the one row; a key parameter is always an index probe.
     const std::string pointed_row =
         self.empty() ? "p.id = c.lease_owner" : fmt::format("p.id = {}::uuid AND c.lease_owner = p.id", self);
+    // row_number() may not share a SELECT with FOR UPDATE: the batch's rule is
+    // applied to the numbered rows.
+    const std::string numbered =
+        fresh_after_first ? "numbered AS (SELECT id, n FROM (SELECT id, attempts, row_number() OVER () AS n "
+                            "  FROM picked) r WHERE n = 1 OR attempts = 0), "
+                          : "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), ";
+    const std::string pointed_from =
+        fresh_after_first ? "(SELECT id, lease_owner FROM claimed ORDER BY n LIMIT 1) c" : "claimed c";
     return fmt::format(
         "WITH {}picked AS ("
-        "  SELECT s.id FROM snapshot s "
+        "  SELECT s.id, s.attempts FROM snapshot s "
         "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
         "    AND (s.lease_owner IS NULL "
         "         OR ($6 AND s.lease_expires_at < now() AND NOT (s.lease_owner = ANY($5::uuid[])))) "
@@ -66,7 +75,7 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
         "  ORDER BY s.depth, s.retry_at, s.created_at "
         "  LIMIT {} FOR UPDATE OF s SKIP LOCKED), "
-        "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), "
+        "{}"
         "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
         "claimed AS ("
         "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
@@ -85,10 +94,11 @@ std::string claim_statement(const std::string& leading_ctes, const std::string& 
         // in that index, scanned it whole instead, through the entries every hook that
         // exited since the last vacuum left behind (hundreds of buffer reads per
         // claim in a busy crawl). `IS TRUE` keeps the meaning and not the match.
-        "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM claimed c "
+        "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM {} "
         "            WHERE {} AND (p.status <> 'exited') IS TRUE)"
         "{}",
-        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, k_async_commit, pointed_row,
+        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, numbered, k_async_commit, pointed_from,
+        pointed_row,
         host_limited ? k_host_stamp + select : select);
 }
 

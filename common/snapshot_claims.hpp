@@ -83,8 +83,15 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
 // statistics), not by a join with `claimed`.
 // `host_limited`: the statement also skips snapshots whose host is at its
 // crawl's max_per_host (ClaimScope::host_limited); run it through exec_claim.
+// `fresh_after_first`: of the rows picked, only the first may have been
+// attempted before; the others are claimed only if never attempted (a batch a
+// worker claims for itself, snapshot_batch.hpp: a snapshot that was retried
+// after its worker died is never behind another in a batch, so that the next
+// death is pinned on the one that caused it). With `self`, its row is pointed
+// at the first snapshot claimed.
 std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self = "", bool host_limited = false);
+                            const std::string& limit, const std::string& self = "", bool host_limited = false,
+                            bool fresh_after_first = false);
 // Runs a claim statement prepared as `name`: in autocommit, or, for a
 // host-limited crawl, in a transaction that first waits for the crawl's claim
 // lock (an advisory transaction lock on its id, taken by no other code), so

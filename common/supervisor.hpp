@@ -150,6 +150,9 @@ public:
     // Closes every reserved row not launched (not_started; the exits are held
     // like a hook's). Never touches the database itself.
     void release_reservations();
+    // The same for those of `row_ids` that are reserved and not launched (the
+    // rows of one snapshot, when those of the next are reserved too).
+    void release_reservations(const std::vector<std::string>& row_ids);
 
     // Foreground wait: blocks until the process exits, or until `timeout`
     // (default: the request's timeout_s; none = forever) when it escalates:

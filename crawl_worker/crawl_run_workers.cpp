@@ -172,11 +172,18 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     // A worker that died is judged from the rows (recovery takes a running row
     // with a dead process for an orphan's): its own exit is written first.
     m_supervisor.write_held_exits();
+    // What it held: the snapshot it was started for, or those it claimed since.
+    auto held = m_store.held_by(outcome.row_id);
+    if (held.empty()) {
+        held.push_back(first_snapshot);
+    }
     if (stopped_before_start(outcome)) {
         auto reason = fmt::format("snapshot worker stopped by signal {} before it started", *outcome.term_signal);
         log::info("snapshot worker stopped before it started; its snapshot spends no attempt",
                   {{"snapshot", first_snapshot}, {"process", outcome.row_id}});
-        m_store.give_back_unspent(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
+        for (const auto& snapshot_id : held) {
+            m_store.give_back_unspent(snapshot_id, outcome.row_id, reason);
+        }
         return;
     }
     if (!outcome.term_signal && outcome.exit_code == to_int(ExitCode::config)) {
@@ -186,7 +193,9 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
         auto reason = fmt::format("a snapshot worker refused its configuration (exit 3); see orchestrator logs {} "
                                   "--stderr",
                                   outcome.row_id);
-        m_store.give_back_unspent(m_store.held_by(outcome.row_id).value_or(first_snapshot), outcome.row_id, reason);
+        for (const auto& snapshot_id : held) {
+            m_store.give_back_unspent(snapshot_id, outcome.row_id, reason);
+        }
         if (m_stopping == Stop::none || m_stopping == Stop::signal || m_stopping == Stop::paused) {
             m_stopping = Stop::refused;
             m_stop_reason = reason;
@@ -194,17 +203,23 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
         return;
     }
     // The worker may have moved on from the snapshot it was started with: the one it
-    // died on is the one leased to its row (none if it died between two).
-    auto snapshot_id = m_store.held_by(outcome.row_id).value_or(first_snapshot);
+    // died on is leased to its row (none if it died between two). A worker that
+    // took a batch held several: each is charged the death, since which one it
+    // died on is not recorded (snapshot_batch.hpp). That costs the others one
+    // attempt, once: a snapshot attempted before is never claimed behind another
+    // in a batch, so the next death is the culprit's alone.
     auto reason = describe(outcome);
-    log::warn("snapshot worker died", {{"snapshot", snapshot_id}, {"process", outcome.row_id}, {"reason", reason}});
+    log::warn("snapshot worker died", {{"snapshot", held.front()}, {"process", outcome.row_id}, {"reason", reason},
+                                       {"held", std::to_string(held.size())}});
     // Its hooks are orphans now: tear them down before the snapshot runs again.
     int killed = recover_orphans();
-    int deaths = ++m_deaths[snapshot_id];
-    bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, deaths, m_ctx.max_attempts,
-                                        std::chrono::seconds(1), reason);
-    log::info(sealed ? "snapshot sealed as failed" : "snapshot will be retried",
-              {{"snapshot", snapshot_id}, {"orphans_killed", std::to_string(killed)}});
+    for (const auto& snapshot_id : held) {
+        int deaths = ++m_deaths[snapshot_id];
+        bool sealed = m_store.retry_or_fail(snapshot_id, outcome.row_id, deaths, m_ctx.max_attempts,
+                                            std::chrono::seconds(1), reason);
+        log::info(sealed ? "snapshot sealed as failed" : "snapshot will be retried",
+                  {{"snapshot", snapshot_id}, {"orphans_killed", std::to_string(killed)}});
+    }
 }
 
 int CrawlRun::recover_orphans()

@@ -141,17 +141,18 @@ void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holde
     });
 }
 
-std::optional<std::string> CrawlStore::held_by(const std::string& worker)
+std::vector<std::string> CrawlStore::held_by(const std::string& worker)
 {
-    return ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::optional<std::string> {
-        // One read: autocommit.
+    return ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::vector<std::string> {
+        // One read: autocommit. A batch is claimed in the order its snapshots run.
         auto r = tx.exec_params("SELECT id FROM snapshot WHERE crawl_id = $1 AND lease_owner = $2 AND status <> 'sealed' "
-                                "ORDER BY lease_expires_at DESC LIMIT 1",
+                                "ORDER BY started_at, depth, retry_at, created_at",
                                 m_crawl_id, worker);
-        if (r.empty()) {
-            return std::nullopt;
+        std::vector<std::string> out;
+        for (const auto& row : r) {
+            out.push_back(row[0].as<std::string>());
         }
-        return r[0][0].as<std::string>();
+        return out;
     });
 }
 

@@ -63,9 +63,11 @@ public:
     // resume makes it claimable at once, not after a recovery pass.
     void release_unstarted(const std::optional<std::string>& lease_holder, const std::optional<std::string>& cookie);
 
-    // The unsealed snapshot whose lease `worker` (a process row) holds, if any: what
-    // a snapshot worker that takes one snapshot after another was on when it died.
-    std::optional<std::string> held_by(const std::string& worker);
+    // The unsealed snapshots whose lease `worker` (a process row) holds, in the
+    // order it claimed them: what a snapshot worker that takes one snapshot after
+    // another was on when it died (with a batch, snapshot_worker/snapshot_batch.hpp,
+    // also those it ran and held the seal of, and those it had not started).
+    std::vector<std::string> held_by(const std::string& worker);
     // After a snapshot worker died: frees its lease and makes the snapshot due
     // again after `backoff`, or seals it failed when it had `max_attempts` already.
     // An attempt is the larger of the snapshot's claims and `deaths` (workers of
