@@ -16,7 +16,8 @@ const std::vector<const Setting*>& all_settings()
 {
     static const std::vector<const Setting*> k_all = {
         &setting::teardown_grace,        &setting::lease_ttl,        &setting::snapshot_worker_max_snapshots,
-        &setting::snapshot_max_attempts, &setting::hook_parallelism, &setting::hook_log_max_bytes,
+        &setting::snapshot_worker_batch, &setting::snapshot_max_attempts, &setting::hook_parallelism,
+        &setting::hook_log_max_bytes,
         &setting::default_max_per_host,  &setting::default_host_delay_ms, &setting::db_outage_grace};
     return k_all;
 }

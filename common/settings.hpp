@@ -37,6 +37,13 @@ inline constexpr Setting hook_parallelism{"HOOK_PARALLELISM", 1, 1, 64, "", "sna
 inline constexpr Setting snapshot_worker_max_snapshots{
     "SNAPSHOT_WORKER_MAX_SNAPSHOTS", 1000, 1, 1'000'000, "", "snapshot_worker",
     "snapshots one snapshot worker takes before a fresh one replaces it"};
+// A snapshot worker whose snapshots end within the write-behind window claims
+// up to this many at once and seals them together (snapshot_worker/
+// snapshot_batch.hpp): the statements a snapshot costs the database are mostly
+// fixed overhead, paid once per batch. 1 takes them one at a time.
+inline constexpr Setting snapshot_worker_batch{"SNAPSHOT_WORKER_BATCH", 4, 1, 16, "", "snapshot_worker",
+                                               "snapshots a snapshot worker claims and seals per statement while "
+                                               "its snapshots are short"};
 inline constexpr Setting hook_log_max_bytes{"HOOK_LOG_MAX_BYTES", 64ull << 20, 64ull << 10, 1ull << 40, "bytes",
                                             "all three", "on-disk bound of each child's stdout/stderr log"};
 // Politeness for the crawls that set none of their own (`add --max-per-host`,

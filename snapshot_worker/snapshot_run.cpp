@@ -63,6 +63,21 @@ std::size_t SnapshotRun::running_foreground() const
 
 void SnapshotRun::reserve_rows(const std::vector<PlannedHook>& hooks)
 {
+    if (!m_ctx.reserved.empty()) {
+        for (const auto& hook : hooks) {
+            if (auto it = m_ctx.reserved.find(hook.hook.id()); it != m_ctx.reserved.end()) {
+                m_reserved[&hook] = std::move(it->second);
+                m_ctx.reserved.erase(it);
+            }
+        }
+        // Reserved for a hook that is not to run after all: closed.
+        std::vector<std::string> unused;
+        for (const auto& [hook_id, request] : std::exchange(m_ctx.reserved, {})) {
+            unused.push_back(request.row_id);
+        }
+        m_supervisor.release_reservations(unused);
+        return;
+    }
     std::vector<const PlannedHook*> planned;
     std::vector<LaunchRequest> requests;
     for (const auto& hook : hooks) {
@@ -129,7 +144,7 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
             }
         }
         // Rows of hooks a stop kept from starting are closed (not_started).
-        m_supervisor.release_reservations();
+        release_reserved();
         if (m_stopping) {
             stop_everything(true);
             // Before the caller gives the lease back: what finished stays finished.
@@ -151,7 +166,7 @@ ExitCode SnapshotRun::run(const std::vector<PlannedHook>& hooks)
         return ExitCode::ok;
     } catch (const LeaseLost&) {
         // Not ours any more: stop our hooks without writing results.
-        m_supervisor.release_reservations();
+        release_reserved();
         m_supervisor.teardown({}, m_ctx.teardown_grace);
         m_running.clear();
         throw;
@@ -196,17 +211,31 @@ void SnapshotRun::launch(const PlannedHook& planned, bool background)
     m_running[result.row_id] = Running{&planned, result.row_id, Clock::now() + planned.config.timeout, background};
 }
 
+void SnapshotRun::release_reserved()
+{
+    std::vector<std::string> rows;
+    for (const auto& [planned, request] : std::exchange(m_reserved, {})) {
+        rows.push_back(request.row_id);
+    }
+    m_supervisor.release_reservations(rows);
+}
+
 LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool background) const
 {
+    return request_for(m_ctx, planned, background);
+}
+
+LaunchRequest SnapshotRun::request_for(const Context& ctx, const PlannedHook& planned, bool background)
+{
     // Supervisor::launch creates the directory (log_dir) before the hook starts in it.
-    auto dir = hook_dir(planned);
+    auto dir = ctx.snap_dir / planned.hook.plugin;
     // The environment build_hook_env() gives it in this snapshot: the crawl's
     // (HookSetup) and this snapshot's directory, a path of ours (no NUL, no
     // secret-looking name).
     auto env = planned.env;
-    env["SNAP_DIR"] = m_ctx.snap_dir.string();
+    env["SNAP_DIR"] = ctx.snap_dir.string();
     LaunchRequest req;
-    req.argv = build_hook_argv(planned.hook, HookArguments{m_ctx.snapshot.url, m_ctx.snapshot.id, m_ctx.snapshot.crawl_id});
+    req.argv = build_hook_argv(planned.hook, HookArguments{ctx.snapshot.url, ctx.snapshot.id, ctx.snapshot.crawl_id});
     req.env = env;
     req.pwd = dir;
     req.log_dir = dir;
@@ -219,8 +248,8 @@ LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool backg
     }
     req.plugin = planned.hook.plugin;
     req.hook_name = planned.hook.id();
-    req.crawl_id = m_ctx.snapshot.crawl_id;
-    req.snapshot_id = m_ctx.snapshot.id;
+    req.crawl_id = ctx.snapshot.crawl_id;
+    req.snapshot_id = ctx.snapshot.id;
     req.archive_result_id = planned.result_id;
     req.owner_logs = true; // "hook started" and "hook finished" say it all
     return req;
@@ -231,6 +260,11 @@ void SnapshotRun::wait_for_events(Clock::time_point deadline)
     auto wake = std::min(deadline, m_lease.next_renewal());
     if (auto flush = m_store.next_result_flush()) {
         wake = std::min(wake, *flush);
+    }
+    if (m_ctx.side_work_due) {
+        if (auto side = m_ctx.side_work_due()) {
+            wake = std::min(wake, *side);
+        }
     }
     pollfd fds[2] = {{m_supervisor.epoll_fd(), POLLIN, 0}, {m_stop.fd(), POLLIN, 0}};
     auto timeout = until(wake);
@@ -244,6 +278,11 @@ void SnapshotRun::wait_for_events(Clock::time_point deadline)
     }
     m_supervisor.process_events();
     m_store.flush_results();
+    if (m_ctx.side_work_due && m_ctx.side_work) {
+        if (auto side = m_ctx.side_work_due(); side && *side <= Clock::now()) {
+            m_ctx.side_work();
+        }
+    }
     if (m_lease.renewal_due()) {
         if (!m_lease.renew(m_conn)) {
             throw LeaseLost(fmt::format("lost the lease on snapshot {}", m_ctx.snapshot.id));

@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -52,7 +53,20 @@ public:
         std::filesystem::path crawl_dir;
         std::size_t parallelism = 1;
         std::chrono::milliseconds teardown_grace{10'000};
+        // Launch requests whose rows the caller reserved already
+        // (Supervisor::reserve, with those of the snapshots after this one), by
+        // hook id: launched as they are, not reserved again.
+        std::map<std::string, LaunchRequest> reserved;
+        // Work of the caller's that falls due while the hooks run (the held
+        // seals of earlier snapshots, snapshot_batch.hpp): when (nullopt: none),
+        // and what. Either may be empty.
+        std::function<std::optional<std::chrono::steady_clock::time_point>()> side_work_due;
+        std::function<void()> side_work;
     };
+
+    // The launch request of `planned` in the snapshot of `ctx`. Throws when
+    // its argv is impossible.
+    static LaunchRequest request_for(const Context& ctx, const PlannedHook& planned, bool background);
 
     // Renews the lease while the supervisor blocks in a wait or a teardown
     // (Supervisor::set_while_blocked), until destroyed.
@@ -83,9 +97,12 @@ private:
     // Throws when its argv is impossible.
     LaunchRequest launch_request(const PlannedHook& planned, bool background) const;
     // Builds the launch request of every hook that can start and writes all
-    // their rows in one statement (Supervisor::reserve); a hook whose request
-    // cannot be built is left to launch() to record as failed.
+    // their rows in one statement (Supervisor::reserve), or takes them from
+    // Context::reserved; a hook whose request cannot be built is left to
+    // launch() to record as failed.
     void reserve_rows(const std::vector<PlannedHook>& hooks);
+    // Closes the rows reserved for this snapshot's hooks that did not start.
+    void release_reserved();
     void wait_for_events(std::chrono::steady_clock::time_point until);
     void collect_finished();
     // Foreground hooks that exited but left processes behind: ended now (see Supervisor::left_processes).

@@ -99,6 +99,27 @@ public:
                                     const std::vector<process_table::HeldExit>& exits = {},
                                     const std::vector<Hook>& hooks = {}, bool host_limited = false);
 
+    // A continuing worker's step between two batches (snapshot_batch.hpp), in
+    // one statement: seals this snapshot and each of `held` (snapshots it ran
+    // and whose seal it held back), writing their held results, and, only if
+    // every one of them sealed, claims up to `claim` (at least 1) of the
+    // crawl's next due snapshots with a free lease for the same owner, fenced
+    // on `crawl_owner`'s crawl lease, the first of any kind, the others only if
+    // never attempted (claim_statement, fresh_after_first), with their results
+    // for `hooks`; the owner's row names the first. `exits` as for seal(). Not
+    // for a host-limited crawl. Throws LeaseLost when a seal finds its lease
+    // gone, except when the statement committed on an earlier try (the reply
+    // lost with the connection): then returns what it claimed, read back.
+    struct BatchStep {
+        std::vector<std::string> outcomes; // this snapshot's, then each of `held`'s
+        // In claim order, each with its results by hook id.
+        std::vector<std::pair<ClaimedSnapshot, std::map<std::string, ResultState>>> next;
+    };
+    BatchStep seal_batch_and_claim(const std::vector<SnapshotStore*>& held, const std::string& crawl_owner,
+                                   std::chrono::seconds ttl, const std::vector<process_table::HeldExit>& exits,
+                                   const std::vector<Hook>& hooks, int claim);
+    const std::string& snapshot_id() const { return m_snapshot_id; }
+
 private:
     void require(const pqxx::result& r, const char* what) const;
     // After a seal statement matched nothing: the outcome if the snapshot was

@@ -22,6 +22,8 @@
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
 #include "common/url_filter.hpp"
+#include "snapshot_worker/continuing_run.hpp"
+#include "snapshot_worker/snapshot_batch.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
@@ -32,64 +34,6 @@
 #include <utility>
 
 namespace orch {
-namespace {
-
-// What every snapshot run by this process shares: they all belong to one crawl.
-struct WorkerScope {
-    std::vector<HookSetup> hooks;
-    const UrlFilter* filter = nullptr;
-    std::size_t parallelism = 1;
-    std::chrono::milliseconds teardown_grace{10'000};
-    std::filesystem::path data_dir;
-};
-
-std::vector<Hook> planned_hooks(const WorkerScope& scope)
-{
-    std::vector<Hook> hooks;
-    for (const auto& h : scope.hooks) {
-        hooks.push_back(h.hook);
-    }
-    return hooks;
-}
-
-// Runs the hooks of one leased snapshot; the caller seals it when this returns
-// ok. Anything else gives it back for a later run (interrupted). Throws
-// LeaseLost when the lease is gone. `prepared`: its results, when the claim
-// that leased it made them already (seal_and_claim_next); else they are made here.
-ExitCode run_leased(pqxx::connection& conn, Supervisor& supervisor, StopSignals& stop, const WorkerScope& scope,
-                    SnapshotStore& store, const SnapshotRecord& snapshot, Lease& lease,
-                    std::optional<std::map<std::string, ResultState>> prepared)
-{
-    auto results = prepared ? std::move(*prepared) : store.ensure_results(planned_hooks(scope));
-    std::vector<PlannedHook> todo;
-    for (const auto& h : scope.hooks) {
-        const auto& state = results.at(h.hook.id());
-        // A rerun after a crash never repeats what already finished well.
-        if (state.status == "succeeded" || state.status == "skipped" || state.status == "noresults") {
-            continue;
-        }
-        todo.push_back(PlannedHook{h.hook, h.config, h.env, state.id});
-    }
-    SnapshotRun::Context ctx;
-    ctx.snapshot = snapshot;
-    ctx.data_dir = scope.data_dir;
-    ctx.snap_dir = scope.data_dir / "snapshots" / snapshot.id;
-    ctx.crawl_dir = scope.data_dir / "crawls" / snapshot.crawl_id;
-    ctx.parallelism = scope.parallelism;
-    ctx.teardown_grace = scope.teardown_grace;
-    SnapshotRun run(ctx, supervisor, store, lease, conn, stop, *scope.filter);
-    log::info("running snapshot", {{"url", snapshot.url},
-                                   {"hooks", std::to_string(todo.size())},
-                                   {"attempt", std::to_string(lease.attempts())}});
-    auto code = run.run(todo);
-    if (code != ExitCode::ok) {
-        lease.release(conn);
-        log::warn("snapshot released for a later run");
-    }
-    return code;
-}
-
-} // namespace
 
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options)
 {
@@ -143,12 +87,19 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
     const auto max_log_bytes = hook_log_max_bytes_from_env();
-    const int max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
-    const auto crawl_id = snapshot->crawl_id;
+    scope.max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
+    scope.ttl = ttl;
     // The machine's default per-host rules govern a crawl that has none of its own.
     const auto host_rules = machine_host_rules();
     apply_host_rules(conn, host_rules);
     snapshot->host_limited = snapshot->host_limited || host_rules.any();
+    // Batches (snapshot_batch.hpp) only for a crawl without per-host rules (its
+    // claims go one at a time, under its claim lock), and only where a death can
+    // be retried (SNAPSHOT_MAX_ATTEMPTS above 1): the snapshots of a batch its
+    // worker died in are each charged the death, and must be able to afford it.
+    scope.batch_size = snapshot->host_limited || read_int_setting(setting::snapshot_max_attempts) < 2
+                           ? 1
+                           : read_int_setting(setting::snapshot_worker_batch);
 
     auto machine = detect_machine(optional_machine_id(common));
     register_machine(conn, machine, std::nullopt);
@@ -197,69 +148,24 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         sup.max_log_bytes = max_log_bytes;
         sup.stop_signals = &stop;
         Supervisor supervisor(conn, sup);
-
-        code = ExitCode::ok;
-        // The results of the snapshot claimed by the last seal, made by that statement.
-        std::optional<std::map<std::string, ResultState>> next_results;
-        const auto hooks = planned_hooks(scope);
-        for (;;) {
-            std::optional<ClaimedSnapshot> next;
-            if (lease) {
-                store->set_owner(self.id);
-                code = run_leased(conn, supervisor, stop, scope, *store, *snapshot, *lease,
-                                  std::exchange(next_results, std::nullopt));
-                ++taken;
-                if (code != ExitCode::ok) {
-                    break;
-                }
-                stop.take();
-                const bool go_on = options.continue_with_crawl && taken < max_snapshots && stop.count() == 0;
-                if (go_on) {
-                    // The seal and the next claim in one statement. Only free leases: an
-                    // expired one may belong to a sibling that still runs, which only
-                    // the crawl worker knows.
-                    auto step = store->seal_and_claim_next(*self.parent_id, ttl, supervisor.take_held_exits(), hooks,
-                                                           snapshot->host_limited);
-                    log::info("snapshot sealed", {{"outcome", step.outcome}});
-                    next = std::move(step.next);
-                    if (next) {
-                        next_results = std::move(step.next_results);
-                    }
-                } else {
-                    log::info("snapshot sealed", {{"outcome", store->seal(supervisor.take_held_exits())}});
-                }
+        SnapshotBatch batch(conn, supervisor);
+        // On the way out, whatever the batch holds: the held seals are written
+        // (their snapshots ran to their end), the claims not started go back.
+        const auto settle_batch = [&] {
+            try {
+                batch.seal_held();
+            } catch (const LeaseLost& e) {
+                log::warn(e.what());
             }
-            if (!options.continue_with_crawl || taken >= max_snapshots) {
-                break;
-            }
-            if (stop.count() > 0) {
-                code = ExitCode::interrupted; // between snapshots: nothing held, nothing to give back
-                break;
-            }
-            if (!lease) {
-                // Started on a snapshot that was sealed already: claim the first one here.
-                ClaimScope free_only;
-                free_only.take_expired = false;
-                free_only.host_limited = snapshot->host_limited;
-                auto claims = claim_due_snapshots(conn, crawl_id, *self.parent_id, {self.id}, ttl, free_only);
-                if (!claims.empty()) {
-                    next = claims.front();
-                }
-            }
-            if (!next) {
-                break;
-            }
-            // The claim returned what differs between snapshots of one crawl (and
-            // pointed our row at it); the crawl's settings are those read at start.
-            const auto& claim = *next;
-            log::set_context("snapshot", claim.snapshot_id);
-            snapshot->id = claim.snapshot_id;
-            snapshot->url = claim.url;
-            snapshot->depth = claim.depth;
-            snapshot->status = "started";
-            store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id, crawl_id);
-            lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, ttl, claim.attempts);
+            batch.release_ahead();
+        };
+        try {
+            code = run_continuing(conn, supervisor, stop, scope, batch, options, self, *snapshot, store, lease, taken);
+        } catch (const LeaseLost&) {
+            settle_batch();
+            throw;
         }
+        settle_batch();
     } catch (const LeaseLost& e) {
         log::warn(e.what());
         code = ExitCode::lease_lost;

@@ -40,6 +40,19 @@ void check_nothing_left(CrawlFixture& f, bool sealed = true)
     CHECK(left.empty());
 }
 
+// Appends $url to `runs`; the second run (of any snapshot) writes its URL to
+// `victim` and hangs; every other run succeeds.
+std::string second_run_hangs(const std::filesystem::path& runs, const std::filesystem::path& victim)
+{
+    return "echo \"$url\" >> '" + runs.string() + "'\n"
+           "if [ \"$(wc -l < '" + runs.string() + "')\" = 2 ]; then\n"
+           "  echo \"$url\" > '" + victim.string() + ".tmp' && mv '" + victim.string() + ".tmp' '" + victim.string() +
+           "'\n"
+           "  sleep 300\n"
+           "fi\n" +
+           succeeded_record("done");
+}
+
 } // namespace
 
 TEST_CASE("crawl_worker: a SIGKILLed snapshot worker's snapshot is retried - its orphaned hooks torn down",
@@ -102,16 +115,10 @@ TEST_CASE("crawl_worker: a worker SIGKILLed on a later snapshot - that snapshot 
     auto runs = f.root / "runs";
     auto victim = f.root / "victim";
     // The single worker's second hook run hangs (first attempt only) and names its URL.
-    f.write_hook("slow", "on_Snapshot__10_slow.sh",
-                 "echo \"$url\" >> '" + runs.string() + "'\n"
-                 "if [ \"$(wc -l < '" + runs.string() + "')\" = 2 ]; then\n"
-                 "  echo \"$url\" > '" + victim.string() + ".tmp' && mv '" + victim.string() + ".tmp' '" +
-                     victim.string() + "'\n"
-                 "  sleep 300\n"
-                 "fi\n" +
-                     succeeded_record("done"));
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", second_run_hangs(runs, victim));
     auto id = f.add_crawl(CrawlFixture::site_urls(3));
-    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}});
+    // One snapshot at a time (the next test has the same run in a batch).
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}, {"SNAPSHOT_WORKER_BATCH", "1"}});
 
     REQUIRE(poll_until([&] { return std::filesystem::exists(victim); }, 30s));
     auto url = read_lines(victim).at(0);
@@ -142,6 +149,58 @@ TEST_CASE("crawl_worker: a worker SIGKILLed on a later snapshot - that snapshot 
     CHECK(workers <= 3);
     CHECK(f.scalar("SELECT end_reason FROM process WHERE process_type = 'hook' AND snapshot_id = " + f.quote(snap) +
                    " AND parent_id = " + f.quote(worker[0][0])) == "killed_on_recovery");
+    CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
+    check_nothing_left(f);
+}
+
+TEST_CASE("crawl_worker: a worker SIGKILLed in a batch - each snapshot of the batch is retried - the earlier ones "
+          "stay sealed",
+          "[crawl_worker][interrupts]")
+{
+    CrawlFixture f;
+    auto runs = f.root / "runs";
+    auto victim = f.root / "victim";
+    // As above, with batches: the first snapshot is quick, so the worker claims
+    // the other two at once and hangs on the first of them.
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", second_run_hangs(runs, victim));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}, {"SNAPSHOT_WORKER_BATCH", "4"}});
+
+    REQUIRE(poll_until([&] { return std::filesystem::exists(victim); }, 30s));
+    auto url = read_lines(victim).at(0);
+    auto snap = f.scalar("SELECT id FROM snapshot WHERE url = " + f.quote(url));
+    const auto first_url = read_lines(f.root / "runs").at(0);
+    auto worker = f.rows("SELECT id, pid, snapshot_id FROM process WHERE worker_type = 'snapshot' AND status = 'running'");
+    REQUIRE(worker.size() == 1);
+    // Its row names the first snapshot of its batch, and it holds both.
+    CHECK(worker[0][2] == snap);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE status <> 'sealed' AND lease_owner = " + f.quote(worker[0][0])) ==
+          2);
+    // The rows of both snapshots' hooks were written before either started.
+    CHECK(f.count("SELECT count(DISTINCT snapshot_id) FROM process WHERE process_type = 'hook' AND parent_id = " +
+                  f.quote(worker[0][0]) + " AND snapshot_id <> (SELECT id FROM snapshot WHERE url = " +
+                  f.quote(first_url) + ")") == 2);
+    REQUIRE(::kill(std::stoi(worker[0][1]), SIGKILL) == 0);
+
+    REQUIRE(p->wait_for(60s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    // Both snapshots it held were retried, each charged the death (which one it
+    // died on is not recorded): the victim ran twice, the other once; the first
+    // snapshot, sealed before, did not run again.
+    CHECK(f.scalar("SELECT status || '/' || outcome || '/' || attempts FROM snapshot WHERE id = " + f.quote(snap)) ==
+          "sealed/succeeded/2");
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE status = 'sealed' AND outcome = 'succeeded' AND attempts = 2") ==
+          2);
+    CHECK(f.scalar("SELECT attempts FROM snapshot WHERE url = " + f.quote(first_url)) == "1");
+    auto lines = read_lines(runs);
+    CHECK(lines.size() == 4);
+    CHECK(std::count(lines.begin(), lines.end(), url) == 2);
+    CHECK(f.scalar("SELECT end_reason FROM process WHERE process_type = 'hook' AND snapshot_id = " + f.quote(snap) +
+                   " AND parent_id = " + f.quote(worker[0][0])) == "killed_on_recovery");
+    // The other snapshot's row, reserved and never started, is closed.
+    CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook' AND parent_id = " + f.quote(worker[0][0]) +
+                  " AND status <> 'exited'") == 0);
     CHECK(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "succeeded");
     check_nothing_left(f);
 }

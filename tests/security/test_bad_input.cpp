@@ -354,7 +354,7 @@ TEST_CASE("a malformed setting in the environment is a configuration error (3) n
         {"LEASE_TTL", "30s"},          {"LEASE_TTL", "1"},          {"LEASE_TTL", "99999"},
         {"HOOK_LOG_MAX_BYTES", "10"},  {"HOOK_LOG_MAX_BYTES", "-1"}, {"HOOK_LOG_MAX_BYTES", "64M"},
         {"TEARDOWN_GRACE", "0"},       {"SNAPSHOT_MAX_ATTEMPTS", "x"}, {"HOOK_PARALLELISM", "65"},
-        {"SNAPSHOT_WORKER_MAX_SNAPSHOTS", "0"}, {"ORCH_CONTAINMENT", "fallbak"}};
+        {"SNAPSHOT_WORKER_MAX_SNAPSHOTS", "0"}, {"SNAPSHOT_WORKER_BATCH", "17"}, {"ORCH_CONTAINMENT", "fallbak"}};
     const std::map<std::string, std::vector<std::string>> args{
         {"orchestrator", {"--idle-window", "0"}},
         {"crawl_worker", {"--crawl-id", crawl}},

@@ -1,0 +1,103 @@
+#include "snapshot_worker/snapshot_batch.hpp"
+
+#include "common/errors.hpp"
+#include "common/log.hpp"
+
+#include <utility>
+
+namespace orch {
+
+SnapshotBatch::SnapshotBatch(pqxx::connection& conn, Supervisor& supervisor) : m_conn(conn), m_supervisor(supervisor)
+{
+}
+
+void SnapshotBatch::take(std::vector<std::pair<ClaimedSnapshot, std::map<std::string, ResultState>>> claims,
+                         const Requests& requests)
+{
+    const std::size_t first = m_ahead.size();
+    for (auto& [claim, results] : claims) {
+        m_ahead.push_back(Claimed{std::move(claim), std::move(results), {}});
+    }
+    if (m_ahead.size() - first < 2) {
+        return; // one snapshot's rows are reserved by its run, as ever
+    }
+    std::vector<LaunchRequest> all;
+    std::vector<std::pair<std::size_t, std::string>> owners; // claim index, hook id
+    for (std::size_t i = first; i < m_ahead.size(); ++i) {
+        for (auto& request : requests(m_ahead[i])) {
+            owners.emplace_back(i, request.hook_name.value_or(""));
+            all.push_back(std::move(request));
+        }
+    }
+    m_supervisor.reserve(all);
+    for (std::size_t k = 0; k < all.size(); ++k) {
+        m_ahead[owners[k].first].reserved[owners[k].second] = std::move(all[k]);
+    }
+}
+
+SnapshotBatch::Claimed SnapshotBatch::pop()
+{
+    auto next = std::move(m_ahead.front());
+    m_ahead.pop_front();
+    return next;
+}
+
+void SnapshotBatch::hold(std::unique_ptr<SnapshotStore> store, Clock::time_point finished)
+{
+    m_held.push_back(Held{std::move(store), finished});
+}
+
+std::vector<SnapshotStore*> SnapshotBatch::held() const
+{
+    std::vector<SnapshotStore*> out;
+    for (const auto& h : m_held) {
+        out.push_back(h.store.get());
+    }
+    return out;
+}
+
+std::optional<SnapshotBatch::Clock::time_point> SnapshotBatch::seal_due() const
+{
+    if (m_held.empty()) {
+        return std::nullopt;
+    }
+    return m_held.front().finished + k_write_behind_window;
+}
+
+void SnapshotBatch::seal_held()
+{
+    if (m_held.empty()) {
+        return;
+    }
+    std::optional<LeaseLost> lost;
+    bool first = true;
+    for (auto& h : std::exchange(m_held, {})) {
+        try {
+            const auto outcome = h.store->seal(first ? m_supervisor.take_held_exits()
+                                                     : std::vector<process_table::HeldExit>{});
+            log::info("snapshot sealed", {{"snapshot", h.store->snapshot_id()}, {"outcome", outcome}});
+        } catch (const LeaseLost& e) {
+            lost.emplace(e);
+        }
+        first = false;
+    }
+    if (lost) {
+        throw *lost;
+    }
+}
+
+void SnapshotBatch::release_ahead()
+{
+    for (auto& claimed : std::exchange(m_ahead, {})) {
+        std::vector<std::string> rows;
+        for (const auto& [hook, request] : claimed.reserved) {
+            rows.push_back(request.row_id);
+        }
+        m_supervisor.release_reservations(rows);
+        if (return_unstarted_claim(m_conn, claimed.claim)) {
+            log::info("claimed snapshot given back unstarted", {{"snapshot", claimed.claim.snapshot_id}});
+        }
+    }
+}
+
+} // namespace orch
