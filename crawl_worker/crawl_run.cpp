@@ -3,7 +3,7 @@
 #include "common/env_map.hpp"
 #include "common/errors.hpp"
 #include "common/event_journal.hpp"
-#include "common/hook_argv.hpp"
+#include "common/hook_launch_request.hpp"
 #include "common/hook_env.hpp"
 #include "common/log.hpp"
 
@@ -153,19 +153,9 @@ std::string CrawlRun::launch_hook(const CrawlHook& h, bool background)
     auto dir = m_ctx.crawl_dir / h.hook.plugin;
     std::filesystem::create_directories(dir);
     HookContext hc{m_ctx.data_dir, m_ctx.crawl_dir, std::nullopt};
-    LaunchRequest req;
-    req.argv = build_hook_argv(h.hook, HookArguments{m_ctx.crawl.first_url, std::nullopt, m_ctx.crawl.id});
-    req.env = build_hook_env(h.config, hc, inherited_environment());
-    req.pwd = dir;
-    req.log_dir = dir;
-    req.name = h.hook.file_name;
     // A background crawl hook (the shared browser) lives as long as the crawl.
-    if (!background) {
-        req.timeout_s = std::chrono::duration<double>(h.config.timeout).count();
-    }
-    req.plugin = h.hook.plugin;
-    req.hook_name = h.hook.id();
-    req.crawl_id = m_ctx.crawl.id;
+    auto req = hook_launch_request(h.hook, h.config, build_hook_env(h.config, hc, inherited_environment()),
+                                   HookArguments{m_ctx.crawl.first_url, std::nullopt, m_ctx.crawl.id}, dir, background);
     if (!h.hook.problem.empty()) {
         log::warn("crawl hook cannot run", {{"hook", h.hook.id()}, {"problem", h.hook.problem}});
         return {};

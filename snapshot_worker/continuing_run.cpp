@@ -95,7 +95,7 @@ std::vector<LaunchRequest> requests_of(const WorkerScope& scope, const SnapshotR
             continue;
         }
         try {
-            out.push_back(SnapshotRun::request_for(ctx, planned, planned.hook.background));
+            out.push_back(launch_request_for(record, ctx.snap_dir, planned, planned.hook.background));
         } catch (const std::exception&) {
         }
     }

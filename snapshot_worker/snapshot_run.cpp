@@ -1,8 +1,6 @@
 #include "snapshot_worker/snapshot_run.hpp"
 
-#include "common/env_map.hpp"
 #include "common/errors.hpp"
-#include "common/hook_argv.hpp"
 #include "common/hook_output.hpp"
 #include "common/hook_result.hpp"
 #include "common/log.hpp"
@@ -222,37 +220,7 @@ void SnapshotRun::release_reserved()
 
 LaunchRequest SnapshotRun::launch_request(const PlannedHook& planned, bool background) const
 {
-    return request_for(m_ctx, planned, background);
-}
-
-LaunchRequest SnapshotRun::request_for(const Context& ctx, const PlannedHook& planned, bool background)
-{
-    // Supervisor::launch creates the directory (log_dir) before the hook starts in it.
-    auto dir = ctx.snap_dir / planned.hook.plugin;
-    // The environment build_hook_env() gives it in this snapshot: the crawl's
-    // (HookSetup) and this snapshot's directory, a path of ours (no NUL, no
-    // secret-looking name).
-    auto env = planned.env;
-    env["SNAP_DIR"] = ctx.snap_dir.string();
-    LaunchRequest req;
-    req.argv = build_hook_argv(planned.hook, HookArguments{ctx.snapshot.url, ctx.snapshot.id, ctx.snapshot.crawl_id});
-    req.env = env;
-    req.pwd = dir;
-    req.log_dir = dir;
-    req.name = planned.hook.file_name;
-    // A background hook lives until the end of its snapshot (a browser for the whole run):
-    // its timeout bounds how long it may take to start, not its lifetime, so its stop
-    // is bounded by the teardown grace alone.
-    if (!background) {
-        req.timeout_s = std::chrono::duration<double>(planned.config.timeout).count();
-    }
-    req.plugin = planned.hook.plugin;
-    req.hook_name = planned.hook.id();
-    req.crawl_id = ctx.snapshot.crawl_id;
-    req.snapshot_id = ctx.snapshot.id;
-    req.archive_result_id = planned.result_id;
-    req.owner_logs = true; // "hook started" and "hook finished" say it all
-    return req;
+    return launch_request_for(m_ctx.snapshot, m_ctx.snap_dir, planned, background);
 }
 
 void SnapshotRun::wait_for_events(Clock::time_point deadline)

@@ -1,13 +1,11 @@
 #pragma once
 
-#include "common/env_map.hpp"
 #include "common/exit_codes.hpp"
-#include "common/hook_discovery.hpp"
 #include "common/lease.hpp"
-#include "common/plugin_config.hpp"
 #include "common/stop_signals.hpp"
 #include "common/supervisor.hpp"
 #include "common/url_filter.hpp"
+#include "snapshot_worker/planned_hook.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
 #include <chrono>
@@ -19,25 +17,6 @@
 #include <vector>
 
 namespace orch {
-
-// A hook every snapshot of this worker runs, as planned once for its crawl: the
-// hook, its effective config, and its environment but SNAP_DIR (build_hook_env
-// with the crawl's context: the same for every snapshot, so not built again at
-// each launch).
-struct HookSetup {
-    Hook hook;
-    PluginConfig config;
-    EnvMap env;
-};
-
-// A hook of this snapshot, ready to run: its setup (owned by the worker, which
-// outlives every run) and its result row.
-struct PlannedHook {
-    const Hook& hook;
-    const PluginConfig& config;
-    const EnvMap& env;
-    std::string result_id;
-};
 
 // Runs the planned hooks of one claimed snapshot step by step and records their
 // results; the caller seals. Foreground hooks of a step run up to `parallelism`
@@ -63,10 +42,6 @@ public:
         std::function<std::optional<std::chrono::steady_clock::time_point>()> side_work_due;
         std::function<void()> side_work;
     };
-
-    // The launch request of `planned` in the snapshot of `ctx`. Throws when
-    // its argv is impossible.
-    static LaunchRequest request_for(const Context& ctx, const PlannedHook& planned, bool background);
 
     // Renews the lease while the supervisor blocks in a wait or a teardown
     // (Supervisor::set_while_blocked), until destroyed.
