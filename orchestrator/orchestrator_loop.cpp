@@ -94,6 +94,28 @@ ExitCode OrchestratorLoop::run(const std::string& self_id)
         // A daemon's job is to run until stopped: systemd's SIGTERM ends it with 0.
         return ExitCode::interrupted;
     }
+    if (!m_options.daemon && !m_failures.empty()) {
+        // Nothing is due within the idle window, but a crawl whose worker failed
+        // waits out its backoff: the run did not do its job, and a script that
+        // runs it must not read success while that crawl stays unfinished.
+        std::vector<std::string> failed;
+        for (const auto& [crawl, failures] : m_failures) {
+            failed.push_back(crawl);
+        }
+        auto left = unfinished_crawls(m_conn, failed);
+        if (!left.empty()) {
+            std::string list;
+            for (const auto& crawl : left) {
+                list += fmt::format("{}crawl {} (its crawl worker failed {} time(s); due again at {})",
+                                    list.empty() ? "" : ", ", crawl.crawl_id, m_failures[crawl.crawl_id],
+                                    crawl.retry_at);
+            }
+            throw Error(ExitCode::internal_error,
+                        fmt::format("{} crawl(s) left unfinished: {}; the next run or a daemon retries them, and "
+                                    "`orchestrator show crawl` with the id says why the worker failed",
+                                    left.size(), list));
+        }
+    }
     return ExitCode::ok;
 }
 

@@ -26,7 +26,8 @@ namespace orch {
 // configuration), recovers what crashed processes left, feeds systemd's
 // watchdog, and on SIGTERM stops its workers in order. Single-threaded; blocks
 // in poll() between turns. Throws ConfigError when a one-shot run found a
-// configuration refused, and what the database throws.
+// configuration refused, Error(internal_error) when a one-shot run leaves a crawl
+// unfinished because its crawl worker failed, and what the database throws.
 class OrchestratorLoop {
 public:
     OrchestratorLoop(Database& db, const MachineIdentity& machine, std::filesystem::path data_dir,

@@ -126,6 +126,21 @@ std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std:
     });
 }
 
+std::vector<UnfinishedCrawl> unfinished_crawls(pqxx::connection& conn, const std::vector<std::string>& crawl_ids)
+{
+    return ride_out_transaction(conn, [&](pqxx::read_transaction& tx) -> std::vector<UnfinishedCrawl> {
+        auto r = tx.exec_params("SELECT id, to_char(retry_at AT TIME ZONE 'UTC', 'YYYY-MM-DD\"T\"HH24:MI:SS\"Z\"') "
+                                "FROM crawl WHERE id = ANY ($1::uuid[]) AND status IN ('queued', 'started') "
+                                "ORDER BY created_at",
+                                array_parameter(crawl_ids));
+        std::vector<UnfinishedCrawl> out;
+        for (const auto& row : r) {
+            out.push_back(UnfinishedCrawl{row[0].as<std::string>(), row[1].as<std::string>()});
+        }
+        return out;
+    });
+}
+
 bool work_due_within(pqxx::connection& conn, std::chrono::seconds window)
 {
     return ride_out_transaction(conn, [&](pqxx::read_transaction& tx) -> bool {

@@ -47,6 +47,14 @@ LeaseRecovery release_dead_leases(pqxx::connection& conn);
 // hung workers): the caller must end them before their work runs elsewhere.
 std::vector<std::string> stalled_lease_owners(pqxx::connection& conn, const std::string& machine_id);
 
+struct UnfinishedCrawl {
+    std::string crawl_id;
+    std::string retry_at; // when it is due again, ISO 8601 UTC
+};
+
+// Of `crawl_ids`, those still queued or started (not sealed, not paused).
+std::vector<UnfinishedCrawl> unfinished_crawls(pqxx::connection& conn, const std::vector<std::string>& crawl_ids);
+
 // True when a crawl is due now or within `window`, or a schedule is.
 bool work_due_within(pqxx::connection& conn, std::chrono::seconds window);
 

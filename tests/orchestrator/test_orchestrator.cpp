@@ -216,6 +216,62 @@ TEST_CASE("orchestrator: a crawl whose worker keeps failing is retried with grow
     CHECK(f.wait_no_leftovers().empty());
 }
 
+TEST_CASE("orchestrator: a one-shot run that leaves a crawl unfinished because its worker failed exits 1 naming it",
+          "[orchestrator][backoff]")
+{
+    OrchFixture f;
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    auto bad = f.add_crawl({"http://bad-worker.test/"});
+    auto good = f.add_crawl({"http://good.test/"});
+    const auto sealed = [&](const std::string& crawl) {
+        return f.scalar("SELECT status || '/' || coalesce(outcome, '') FROM crawl WHERE id = " + f.quote(crawl));
+    };
+    SECTION("a worker that always fails: retried within the idle window, then the run says so")
+    {
+        auto p = f.start({}, "machine-a", std::nullopt, {{"ORCH_BIN_DIR", failing_crawl_worker_dir(f, bad).string()}});
+        REQUIRE(p->wait_for(60s));
+        INFO(describe(*p));
+        // Before: exit 0, "nothing due", with the crawl backing off unfinished.
+        CHECK(p->exit_code() == 1);
+        // Backoff 2 s then 4 s: one retry fits the 2 s idle window (more if the
+        // other crawl ran long), each one journaled.
+        auto failures = f.count("SELECT count(*) FROM event WHERE kind = 'crawl.backed_off' AND crawl_id = " +
+                                f.quote(bad));
+        CHECK(failures >= 2);
+        CHECK_THAT(p->err(), Catch::Contains("1 crawl(s) left unfinished") &&
+                                 Catch::Contains("crawl " + bad + " (its crawl worker failed " +
+                                                 std::to_string(failures) + " time(s); due again at 20"));
+        const auto& err = p->err();
+        auto at = err.find("left unfinished");
+        REQUIRE(at != std::string::npos);
+        CHECK(err.substr(at, err.find('\n', at) - at).find(good) == std::string::npos);
+        CHECK(sealed(good) == "sealed/succeeded");
+        CHECK(f.scalar("SELECT status IN ('queued', 'started') AND lease_owner IS NULL AND retry_at > now() "
+                       "FROM crawl WHERE id = " + f.quote(bad)) == "t");
+        CHECK(f.wait_no_leftovers().empty());
+    }
+    SECTION("a worker that fails once: its retry in the same run seals the crawl, and the run exits 0")
+    {
+        auto dir = f.root.path() / "bin-fails-once";
+        std::filesystem::create_directories(dir);
+        auto marker = f.root.path() / "failed-once";
+        std::ofstream(dir / "crawl_worker") << "#!/bin/sh\nif [ ! -e '" << marker.string() << "' ]; then touch '"
+                                            << marker.string() << "'; echo 'crawl_worker: error: transient' >&2; "
+                                            << "exit 1; fi\nexec '" << bin_path("crawl_worker").string()
+                                            << "' \"$@\"\n";
+        std::filesystem::permissions(dir / "crawl_worker", std::filesystem::perms::owner_all);
+        std::filesystem::create_symlink(bin_path("snapshot_worker"), dir / "snapshot_worker");
+        auto p = f.start({}, "machine-a", std::nullopt, {{"ORCH_BIN_DIR", dir.string()}});
+        REQUIRE(p->wait_for(60s));
+        INFO(describe(*p));
+        CHECK(std::filesystem::exists(marker));
+        CHECK(p->exit_code() == 0);
+        CHECK(sealed(bad) == "sealed/succeeded");
+        CHECK(sealed(good) == "sealed/succeeded");
+        CHECK(f.count("SELECT count(*) FROM event WHERE kind = 'crawl.backed_off'") == 1);
+    }
+}
+
 TEST_CASE("orchestrator: a crawl worker that fails after its claim gives the crawl back with a backoff - no hot loop",
           "[orchestrator][backoff]")
 {
