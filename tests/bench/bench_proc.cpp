@@ -133,6 +133,23 @@ long cpu_ticks(pid_t pid)
     return t ? t->utime + t->stime : -1;
 }
 
+std::optional<SchedCounts> sched_counts(pid_t pid)
+{
+    SchedCounts out;
+    bool any = false;
+    std::error_code ec;
+    for (const auto& task : std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/task", ec)) {
+        std::ifstream in(task.path() / "schedstat");
+        long long on_cpu = 0, waiting = 0, runs = 0;
+        if (in >> on_cpu >> waiting >> runs) {
+            out.cpu_ns += on_cpu;
+            out.runs += runs;
+            any = true;
+        }
+    }
+    return any ? std::optional<SchedCounts>(out) : std::nullopt;
+}
+
 long server_tree_ticks(pid_t server)
 {
     const auto root = stat_times(server);

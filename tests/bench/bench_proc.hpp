@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -47,6 +48,17 @@ private:
 
 // utime + stime of `pid` in clock ticks (-1 if it is gone).
 long cpu_ticks(pid_t pid);
+
+// What the scheduler counted for `pid`'s live threads (/proc/PID/task/*/schedstat):
+// time on a CPU in ns, and how many times a thread was put on one (once per
+// wake-up from any blocking call: a poll() timeout, a database reply).
+// Nanoseconds, where clock ticks (10 ms) cannot resolve an idle daemon's CPU.
+// nullopt if it is gone or the kernel keeps no schedstat.
+struct SchedCounts {
+    long long cpu_ns = 0;
+    long long runs = 0;
+};
+std::optional<SchedCounts> sched_counts(pid_t pid);
 
 // CPU of a server that forks a child per connection (the PostgreSQL
 // postmaster): its own and its reaped children's (cutime, cstime) plus that of
