@@ -56,6 +56,9 @@ public:
     bool renewal_due(Clock::time_point now = Clock::now()) const;
     // When the next renewal is due.
     Clock::time_point next_renewal() const;
+    // When the lease's expiry was last set (or a moment before): its grant, or
+    // its last renewal. A sibling's lease set by the same renewal starts from it.
+    Clock::time_point renewed_at() const { return m_renewed; }
     // Gives the item back so another worker can resume it: due now, or after
     // `retry_after` (a worker giving up after a failure must not have its item
     // claimed again at once, in a hot loop). False if already lost.

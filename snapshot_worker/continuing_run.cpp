@@ -136,8 +136,10 @@ ExitCode run_continuing(pqxx::connection& conn, Supervisor& supervisor, StopSign
                 log::info("snapshot sealed", {{"outcome", store->seal(supervisor.take_held_exits())}});
             } else if (batch.has_ahead()) {
                 // Claimed already: its seal waits for the statement after the next
-                // one, unless it took too long to wait at all.
-                if (quick) {
+                // one, unless it took too long to wait at all, or it was attempted
+                // before: a held snapshot is charged its neighbour's death, and one
+                // retried already must not be charged for another's.
+                if (quick && lease->attempts() == 1) {
                     batch.hold(std::move(store));
                 } else {
                     batch.seal_held();
@@ -175,6 +177,13 @@ ExitCode run_continuing(pqxx::connection& conn, Supervisor& supervisor, StopSign
             break;
         }
         std::optional<SnapshotBatch::Claimed> next;
+        // When the next one's expiry was last set, or earlier: the claim that
+        // leased it, or a renewal of the lease before it, which renewed its
+        // siblings too. Its own renewals count from there, not from its start:
+        // a batch member that starts late behind quick ones would otherwise
+        // run past its expiry before its first renewal (and recovery would take
+        // the worker for stalled).
+        auto expiry_set = lease ? lease->renewed_at() : SnapshotBatch::Clock::now();
         if (batch.has_ahead()) {
             next = batch.pop();
         } else if (!lease) {
@@ -203,7 +212,7 @@ ExitCode run_continuing(pqxx::connection& conn, Supervisor& supervisor, StopSign
         }
         next_reserved = std::move(next->reserved);
         store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id, crawl_id);
-        lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, scope.ttl, claim.attempts);
+        lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, scope.ttl, claim.attempts, expiry_set);
         if (scope.batch_size > 1) {
             // The batch's other leases are renewed with this one.
             lease->renew_siblings_in(crawl_id);

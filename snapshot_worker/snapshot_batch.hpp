@@ -69,9 +69,10 @@ public:
     // When the oldest held seal falls due; nullopt when none is held.
     std::optional<Clock::time_point> seal_due() const;
     // Seals every held snapshot now, one statement each, the first carrying
-    // the supervisor's held exits (none are taken when nothing is held).
-    // Throws LeaseLost as SnapshotStore::seal does, the others still sealed
-    // first.
+    // the supervisor's held exits (none are taken when nothing is held). A held
+    // snapshot whose lease is gone is logged and skipped, never thrown for: it
+    // is called from the running snapshot's loop, which a sibling's loss must
+    // not end.
     void seal_held();
     // Gives back every claimed snapshot not started (its attempt taken back,
     // due at once) and closes its reserved rows (not_started).

@@ -279,3 +279,70 @@ TEST_CASE("snapshot worker: stopped in the middle of a batch - what ran is seale
     CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded'") == 6);
     CHECK(f.scalar("SELECT string_agg(attempts::text, ' ' ORDER BY url) FROM snapshot") == "1 1 2 1 1 1");
 }
+
+TEST_CASE("snapshot worker: the leases of a batch's later snapshots are renewed on time - none runs past its expiry "
+          "behind those before it",
+          "[snapshot_batches][lease]")
+{
+    CrawlFixture f;
+    // TTL 3 s, renewed every second: 1 is quick and claims 2-5 at once; each of
+    // those runs 0.9 s, never long enough to renew its own lease. 5 starts 2.7 s
+    // after the claim: renewals counted from its start would let its lease
+    // expire at 3 s while it runs (and recovery take the worker for stalled).
+    f.write_hook("paced", "on_Snapshot__10_a.sh",
+                 "if [ \"$url\" != http://site.test/1 ]; then sleep 0.9; fi\n" + succeeded_record("paced"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(5));
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}, {"SNAPSHOT_WORKER_BATCH", "4"}, {"LEASE_TTL", "3"}});
+    long expired_seen = 0;
+    long polls = 0;
+    while (!p->wait_for(20ms)) {
+        expired_seen = std::max(expired_seen, f.count("SELECT count(*) FROM snapshot WHERE status <> 'sealed' "
+                                                      "AND lease_owner IS NOT NULL AND lease_expires_at < now()"));
+        ++polls;
+    }
+    INFO(p->output());
+    CHECK(polls > 50);
+    CHECK(p->exit_code() == 0);
+    CHECK(expired_seen == 0);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded' AND attempts = 1") == 5);
+    // They ran as one batch: the rows of 2-5's hooks were written by one statement.
+    CHECK(f.count("SELECT count(DISTINCT snapshot_id) FROM process WHERE process_type = 'hook' AND created_at = "
+                  "(SELECT p.created_at FROM process p JOIN snapshot s ON s.id = p.snapshot_id "
+                  " WHERE s.url = 'http://site.test/5' AND p.process_type = 'hook')") == 4);
+    CHECK(f.wait_no_leftovers().empty());
+}
+
+TEST_CASE("snapshot worker: a retried snapshot leading a batch is sealed at once - a neighbour's death behind it "
+          "does not charge it again",
+          "[snapshot_batches][interrupts]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto go = f.root / "go";
+    auto killed = f.root / "killed";
+    // 1 is held at a gate while 3 is made a snapshot charged once already (as a
+    // neighbour's death does) and 2 the oldest due. Then 1 ends, not quick (it
+    // outlasts the write-behind window), so 2 is claimed alone; 2 is quick, so it claims 3 (any kind first)
+    // with 4 and 5 (never attempted) behind it. 3 is quick; 4 kills its worker
+    // on its first run. Held, 3's seal would die with the worker, and the death
+    // charged to it would be its second of SNAPSHOT_MAX_ATTEMPTS=2: sealed failed
+    // although all its hooks succeeded.
+    f.write_hook("mixed", "on_Snapshot__10_a.sh",
+                 "if [ \"$url\" = http://site.test/1 ]; then\n" + gated_hook(started, go) + "\nsleep 0.4\nexit 0\nfi\n" +
+                     "if [ \"$url\" = http://site.test/4 ] && [ ! -e '" + killed.string() + "' ]; then touch '" +
+                     killed.string() + "'; kill -9 \"$PPID\"; sleep 30; fi\n" + succeeded_record("quick"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(5));
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}, {"SNAPSHOT_WORKER_BATCH", "4"}, {"SNAPSHOT_MAX_ATTEMPTS", "2"}});
+    REQUIRE(poll_until([&] { return !read_lines(started).empty(); }, 30s));
+    f.exec("UPDATE snapshot SET retry_at = now() - interval '2 hours' WHERE url = 'http://site.test/2'");
+    f.exec("UPDATE snapshot SET attempts = 1, retry_at = now() - interval '1 hour' WHERE url = 'http://site.test/3'");
+    std::ofstream(go) << "1";
+    REQUIRE(p->wait_for(60s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    REQUIRE(std::filesystem::exists(killed));
+    CHECK(f.scalar("SELECT outcome || '/' || attempts FROM snapshot WHERE url = 'http://site.test/3'") == "succeeded/2");
+    // The neighbours that died with the worker ran again.
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded'") == 5);
+    CHECK(f.wait_no_leftovers().empty());
+}
