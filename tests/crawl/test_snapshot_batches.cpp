@@ -346,3 +346,37 @@ TEST_CASE("snapshot worker: a retried snapshot leading a batch is sealed at once
     CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded'") == 5);
     CHECK(f.wait_no_leftovers().empty());
 }
+
+TEST_CASE("snapshot worker: a held snapshot whose lease was taken does not cut short the snapshot running after it",
+          "[snapshot_batches][lease]")
+{
+    CrawlFixture f;
+    auto started = f.root / "started";
+    auto go = f.root / "go";
+    auto runs = f.root / "runs";
+    // 1 is quick and claims 2 and 3. While 2 waits at its gate its lease is
+    // taken from the worker; 2 then ends quickly and its seal is held, and
+    // falls due while 3 runs (0.6 s). That seal finds the lease gone: 3 must
+    // run to its end and be sealed, not be torn down and left leased to a
+    // worker that exited. (Should 2 take longer than the write-behind window,
+    // it seals at once, finds the lease gone and the worker stops before 3,
+    // giving it back unstarted: the checks below hold then too.)
+    f.write_hook("mixed", "on_Snapshot__10_a.sh",
+                 "echo \"$url\" >> '" + runs.string() + "'\n" +
+                     "if [ \"$url\" = http://site.test/2 ]; then\n" + gated_hook(started, go) + "\nexit 0\nfi\n" +
+                     "if [ \"$url\" = http://site.test/3 ]; then sleep 0.6; fi\n" + succeeded_record("quick"));
+    auto id = f.add_crawl(CrawlFixture::site_urls(3));
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "1"}, {"SNAPSHOT_WORKER_BATCH", "4"}});
+    REQUIRE(poll_until([&] { return !read_lines(started).empty(); }, 30s));
+    f.exec("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL WHERE url = 'http://site.test/2'");
+    std::ofstream(go) << "1";
+    // Well before the 30 s lease a snapshot left leased to the exited worker would wait out.
+    REQUIRE(p->wait_for(20s));
+    INFO(p->output());
+    CHECK(p->exit_code() == 0);
+    CHECK(f.count("SELECT count(*) FROM snapshot WHERE outcome = 'succeeded'") == 3);
+    auto lines = read_lines(runs);
+    CHECK(std::count(lines.begin(), lines.end(), "http://site.test/3") == 1);
+    CHECK(f.scalar("SELECT attempts FROM snapshot WHERE url = 'http://site.test/3'") == "1");
+    CHECK(f.wait_no_leftovers().empty());
+}
