@@ -207,7 +207,7 @@ void CrawlRun::on_worker_exit(const ProcessOutcome& outcome)
     // took a batch held several: each is charged the death, since which one it
     // died on is not recorded (snapshot_batch.hpp). That costs the others one
     // attempt, once: a snapshot attempted before is never claimed behind another
-    // in a batch, so the next death is the culprit's alone.
+    // in a batch, nor has its seal held, so the next death is the culprit's alone.
     auto reason = describe(outcome);
     log::warn("snapshot worker died", {{"snapshot", held.front()}, {"process", outcome.row_id}, {"reason", reason},
                                        {"held", std::to_string(held.size())}});

@@ -152,11 +152,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         // On the way out, whatever the batch holds: the held seals are written
         // (their snapshots ran to their end), the claims not started go back.
         const auto settle_batch = [&] {
-            try {
-                batch.seal_held();
-            } catch (const LeaseLost& e) {
-                log::warn(e.what());
-            }
+            batch.seal_held();
             batch.release_ahead();
         };
         try {
