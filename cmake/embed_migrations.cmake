@@ -1,10 +1,10 @@
 # Turns migrations/NNNN_name.sql into a C++ table, so each binary carries
-# exactly the schema it understands, with each file's SHA-256 (common/migrate.cpp
+# exactly the schema it understands, with each file's SHA-256 (common/db/migrate.cpp
 # refuses a database whose applied migrations differ). Run at build time (cmake -P).
 file(GLOB sql_files "${MIGRATIONS_DIR}/[0-9][0-9][0-9][0-9]_*.sql")
 list(SORT sql_files)
 set(body "// Generated from migrations/*.sql by cmake/embed_migrations.cmake. Do not edit.\n")
-string(APPEND body "#include \"common/migrations_table.hpp\"\n\nnamespace orch {\n\n")
+string(APPEND body "#include \"common/db/migrations_table.hpp\"\n\nnamespace orch {\n\n")
 string(APPEND body "const std::vector<EmbeddedMigration>& embedded_migrations()\n{\n")
 string(APPEND body "    static const std::vector<EmbeddedMigration> k_migrations = {\n")
 foreach(f IN LISTS sql_files)

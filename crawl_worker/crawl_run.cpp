@@ -1,11 +1,11 @@
 #include "crawl_worker/crawl_run.hpp"
 
-#include "common/env_map.hpp"
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/hook_launch_request.hpp"
-#include "common/hook_env.hpp"
-#include "common/log.hpp"
+#include "common/base/env_map.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/hooks/hook_launch_request.hpp"
+#include "common/hooks/hook_env.hpp"
+#include "common/base/log.hpp"
 
 #include <fmt/format.h>
 

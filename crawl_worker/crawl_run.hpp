@@ -1,13 +1,13 @@
 #pragma once
 
-#include "common/exit_codes.hpp"
-#include "common/hook_discovery.hpp"
-#include "common/hook_plan.hpp"
-#include "common/lease.hpp"
-#include "common/notification_listener.hpp"
-#include "common/plugin_config.hpp"
-#include "common/stop_signals.hpp"
-#include "common/supervisor.hpp"
+#include "common/base/exit_codes.hpp"
+#include "common/hooks/hook_discovery.hpp"
+#include "common/hooks/hook_plan.hpp"
+#include "common/work/lease.hpp"
+#include "common/db/notification_listener.hpp"
+#include "common/hooks/plugin_config.hpp"
+#include "common/base/stop_signals.hpp"
+#include "common/recorder/supervisor.hpp"
 #include "crawl_worker/crawl_store.hpp"
 
 #include <chrono>

@@ -1,11 +1,11 @@
 #include "crawl_worker/crawl_run.hpp"
 
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/log.hpp"
-#include "common/random_id.hpp"
-#include "common/recovery.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/log.hpp"
+#include "common/base/random_id.hpp"
+#include "common/recorder/recovery.hpp"
+#include "common/work/snapshot_claims.hpp"
 
 #include <fmt/format.h>
 
@@ -20,7 +20,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// A worker's exit code says what happened to its snapshot (common/exit_codes.hpp).
+// A worker's exit code says what happened to its snapshot (common/base/exit_codes.hpp).
 bool worker_left_snapshot_consistent(const ProcessOutcome& o)
 {
     if (!o.exit_code || o.term_signal) {

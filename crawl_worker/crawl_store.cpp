@@ -1,9 +1,9 @@
 #include "crawl_worker/crawl_store.hpp"
 
-#include "common/autocommit_statement.hpp"
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/log.hpp"
+#include "common/db/autocommit_statement.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/log.hpp"
 
 #include <fmt/format.h>
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "common/process_table.hpp"
+#include "common/recorder/process_table.hpp"
 
 #include <nlohmann/json.hpp>
 #include <pqxx/pqxx>
@@ -39,7 +39,7 @@ public:
     // Depth-0 snapshots for the crawl's URLs (idempotent, honours max_urls),
     // made by the server from the crawl row: the URL list never crosses to us.
     int create_seed_snapshots(std::optional<int> max_urls);
-    // (Due snapshots are claimed in batches by claim_due_snapshots, common/snapshot_claims.hpp.)
+    // (Due snapshots are claimed in batches by claim_due_snapshots, common/work/snapshot_claims.hpp.)
     // Unsealed snapshots left (any lease state).
     long unsealed_count();
     // What an operator asked of the crawl since it was loaded.
@@ -49,7 +49,7 @@ public:
     };
     Control control();
     // Before the crawl is claimed, for a crawl whose own configuration the
-    // workers refuse (common/crawl_config_check.hpp): pauses it, so that no
+    // workers refuse (common/work/crawl_config_check.hpp): pauses it, so that no
     // orchestrator retries it until an operator resumes or cancels it, and
     // journals why, in one transaction. Only a crawl that is queued or started
     // and unleased, leased to the row an orchestrator claimed it for (named by

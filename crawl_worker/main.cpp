@@ -1,4 +1,4 @@
-#include "common/entry_point.hpp"
+#include "common/app/entry_point.hpp"
 #include "crawl_worker/crawl_worker.hpp"
 
 int main(int argc, char** argv)

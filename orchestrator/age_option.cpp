@@ -1,6 +1,6 @@
 #include "orchestrator/age_option.hpp"
 
-#include "common/errors.hpp"
+#include "common/base/errors.hpp"
 
 #include <fmt/format.h>
 

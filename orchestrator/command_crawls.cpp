@@ -1,6 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/array_parameter.hpp"
+#include "common/db/array_parameter.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
 

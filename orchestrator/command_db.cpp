@@ -1,9 +1,9 @@
 #include "orchestrator/commands.hpp"
 
-#include "common/database.hpp"
-#include "common/embedded_postgres.hpp"
-#include "common/errors.hpp"
-#include "common/migrate.hpp"
+#include "common/db/database.hpp"
+#include "common/db/embedded_postgres.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/migrate.hpp"
 #include "orchestrator/table_format.hpp"
 
 #include <fmt/format.h>

@@ -1,9 +1,9 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/array_parameter.hpp"
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/ids.hpp"
+#include "common/db/array_parameter.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/ids.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"

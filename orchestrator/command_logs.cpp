@@ -1,9 +1,9 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
-#include "common/fd.hpp"
-#include "common/ids.hpp"
-#include "common/log_bound.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/fd.hpp"
+#include "common/base/ids.hpp"
+#include "common/supervision/log_bound.hpp"
 
 #include <fmt/format.h>
 
@@ -80,7 +80,7 @@ std::uint64_t tail_offset(const std::string& path, long lines)
 }
 
 // Copies the file from `from` to its current end on stdout; returns the new
-// offset. What a log bound deallocated (HOOK_LOG_MAX_BYTES, common/log_bound.hpp)
+// offset. What a log bound deallocated (HOOK_LOG_MAX_BYTES, common/supervision/log_bound.hpp)
 // reads as zeros in a file that keeps its size: it is skipped and its length said
 // on stderr, so that stdout carries the kept output and nothing else.
 std::uint64_t copy_from(const std::string& path, std::uint64_t from, const char* stream)

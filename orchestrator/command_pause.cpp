@@ -1,7 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
 
 #include <fmt/format.h>
 

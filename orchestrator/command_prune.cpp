@@ -1,6 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/event_journal.hpp"
+#include "common/db/event_journal.hpp"
 #include "orchestrator/age_option.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/array_parameter.hpp"
-#include "common/ids.hpp"
+#include "common/db/array_parameter.hpp"
+#include "common/base/ids.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
 

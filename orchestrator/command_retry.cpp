@@ -1,8 +1,8 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/ids.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/ids.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>

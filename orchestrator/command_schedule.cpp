@@ -1,11 +1,11 @@
 #include "orchestrator/commands.hpp"
 
-#include "common/database.hpp"
-#include "common/database_outage.hpp"
-#include "common/errors.hpp"
-#include "common/ids.hpp"
-#include "common/migrate.hpp"
-#include "common/random_id.hpp"
+#include "common/db/database.hpp"
+#include "common/db/database_outage.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/ids.hpp"
+#include "common/db/migrate.hpp"
+#include "common/base/random_id.hpp"
 #include "orchestrator/crawl_config_check.hpp"
 #include "orchestrator/schedules.hpp"
 

@@ -1,7 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
-#include "common/ids.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/ids.hpp"
 #include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"
 

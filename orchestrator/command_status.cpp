@@ -1,7 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/machine.hpp"
-#include "common/process_identity.hpp"
+#include "common/db/machine.hpp"
+#include "common/supervision/process_identity.hpp"
 #include "orchestrator/event_table.hpp"
 #include "orchestrator/table_format.hpp"
 

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "common/cli_options.hpp"
+#include "common/config/cli_options.hpp"
 
 #include <optional>
 #include <string>
@@ -59,7 +59,7 @@ struct ShownOption {
 };
 
 // `config show`: every option of `app` listed in `options`, every setting from
-// the environment (common/settings.hpp, containment, plugin roots) and every
+// the environment (common/config/settings.hpp, containment, plugin roots) and every
 // plugin's effective configuration, each with the source of its value (the
 // command line is `args`, this process's arguments as given). JSON lines when
 // `json`. Reads no database. Prints everything, then throws ConfigError naming

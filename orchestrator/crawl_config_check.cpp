@@ -1,8 +1,8 @@
 #include "orchestrator/crawl_config_check.hpp"
 
-#include "common/crawl_config_check.hpp"
-#include "common/errors.hpp"
-#include "common/log.hpp"
+#include "common/work/crawl_config_check.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/log.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,9 @@
 #include "orchestrator/crawl_enqueue.hpp"
+#include "common/base/printable.hpp"
 
-#include "common/errors.hpp"
-#include "common/url.hpp"
+#include "common/base/printable.hpp"
+#include "common/base/errors.hpp"
+#include "common/url/url.hpp"
 
 #include <fmt/format.h>
 

@@ -1,7 +1,7 @@
 #include "orchestrator/metrics_server.hpp"
 
-#include "common/errors.hpp"
-#include "common/log.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/log.hpp"
 
 #include <fmt/format.h>
 

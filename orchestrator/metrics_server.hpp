@@ -1,6 +1,6 @@
 #pragma once
 
-#include "common/fd.hpp"
+#include "common/base/fd.hpp"
 
 #include <cstdint>
 #include <netinet/in.h>

@@ -1,8 +1,8 @@
 #include "orchestrator/ops_commands.hpp"
 
-#include "common/errors.hpp"
-#include "common/ids.hpp"
-#include "common/migrate.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/ids.hpp"
+#include "common/db/migrate.hpp"
 #include "orchestrator/text_options.hpp"
 
 #include <fmt/format.h>

@@ -1,6 +1,6 @@
 #pragma once
 
-#include "common/cli_options.hpp"
+#include "common/config/cli_options.hpp"
 
 #include <pqxx/pqxx>
 
@@ -147,7 +147,7 @@ private:
 
 } // namespace orch
 
-#include "common/database.hpp"
+#include "common/db/database.hpp"
 
 namespace orch {
 

@@ -1,14 +1,14 @@
 #pragma once
 
-#include "common/cli_options.hpp"
-#include "common/containment.hpp"
-#include "common/database.hpp"
-#include "common/exit_codes.hpp"
-#include "common/machine.hpp"
-#include "common/notification_listener.hpp"
-#include "common/sd_watchdog.hpp"
-#include "common/stop_signals.hpp"
-#include "common/supervisor.hpp"
+#include "common/config/cli_options.hpp"
+#include "common/supervision/containment.hpp"
+#include "common/db/database.hpp"
+#include "common/base/exit_codes.hpp"
+#include "common/db/machine.hpp"
+#include "common/db/notification_listener.hpp"
+#include "common/config/sd_watchdog.hpp"
+#include "common/base/stop_signals.hpp"
+#include "common/recorder/supervisor.hpp"
 #include "orchestrator/orchestrator_run.hpp"
 
 #include <chrono>

@@ -1,7 +1,7 @@
 #include "orchestrator/orchestrator_metrics.hpp"
 
-#include "common/event_journal.hpp"
-#include "common/log.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/log.hpp"
 #include "orchestrator/metrics.hpp"
 
 #include <pqxx/pqxx>

@@ -1,11 +1,11 @@
 #include "orchestrator/orchestrator_loop.hpp"
 
-#include "common/database_outage.hpp"
-#include "common/event_journal.hpp"
-#include "common/log.hpp"
-#include "common/process_identity.hpp"
-#include "common/process_table.hpp"
-#include "common/recovery.hpp"
+#include "common/db/database_outage.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/log.hpp"
+#include "common/supervision/process_identity.hpp"
+#include "common/recorder/process_table.hpp"
+#include "common/recorder/recovery.hpp"
 #include "orchestrator/orchestrator_metrics.hpp"
 #include "orchestrator/work_queue.hpp"
 

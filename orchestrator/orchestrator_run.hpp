@@ -1,7 +1,7 @@
 #pragma once
 
-#include "common/cli_options.hpp"
-#include "common/exit_codes.hpp"
+#include "common/config/cli_options.hpp"
+#include "common/base/exit_codes.hpp"
 
 #include <chrono>
 #include <string>

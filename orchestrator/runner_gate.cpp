@@ -1,9 +1,9 @@
 #include "orchestrator/runner_gate.hpp"
 
-#include "common/log.hpp"
-#include "common/machine.hpp"
-#include "common/pidfd.hpp"
-#include "common/process_identity.hpp"
+#include "common/base/log.hpp"
+#include "common/db/machine.hpp"
+#include "common/supervision/pidfd.hpp"
+#include "common/supervision/process_identity.hpp"
 
 #include <fmt/format.h>
 

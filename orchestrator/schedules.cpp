@@ -1,10 +1,10 @@
 #include "orchestrator/schedules.hpp"
 
-#include "common/autocommit_statement.hpp"
-#include "common/database_outage.hpp"
-#include "common/errors.hpp"
-#include "common/event_journal.hpp"
-#include "common/log.hpp"
+#include "common/db/autocommit_statement.hpp"
+#include "common/db/database_outage.hpp"
+#include "common/base/errors.hpp"
+#include "common/db/event_journal.hpp"
+#include "common/base/log.hpp"
 #include "orchestrator/cron.hpp"
 
 #include <fmt/format.h>

@@ -1,7 +1,7 @@
 #include "orchestrator/text_options.hpp"
 
-#include "common/errors.hpp"
-#include "common/utf8.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/utf8.hpp"
 
 #include <fmt/format.h>
 

@@ -1,8 +1,8 @@
 #include "orchestrator/work_queue.hpp"
 
-#include "common/array_parameter.hpp"
-#include "common/autocommit_statement.hpp"
-#include "common/random_id.hpp"
+#include "common/db/array_parameter.hpp"
+#include "common/db/autocommit_statement.hpp"
+#include "common/base/random_id.hpp"
 
 namespace orch {
 

@@ -1,9 +1,9 @@
 #include "snapshot_worker/continuing_run.hpp"
 
-#include "common/errors.hpp"
-#include "common/log.hpp"
-#include "common/snapshot_claims.hpp"
-#include "common/write_behind.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/log.hpp"
+#include "common/work/snapshot_claims.hpp"
+#include "common/base/write_behind.hpp"
 
 #include <algorithm>
 #include <utility>

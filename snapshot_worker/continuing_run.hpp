@@ -1,11 +1,11 @@
 #pragma once
 
-#include "common/exit_codes.hpp"
-#include "common/lease.hpp"
-#include "common/self_registration.hpp"
-#include "common/stop_signals.hpp"
-#include "common/supervisor.hpp"
-#include "common/url_filter.hpp"
+#include "common/base/exit_codes.hpp"
+#include "common/work/lease.hpp"
+#include "common/recorder/self_registration.hpp"
+#include "common/base/stop_signals.hpp"
+#include "common/recorder/supervisor.hpp"
+#include "common/work/url_filter.hpp"
 #include "snapshot_worker/snapshot_batch.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
 #include "snapshot_worker/snapshot_store.hpp"

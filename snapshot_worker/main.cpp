@@ -1,4 +1,4 @@
-#include "common/entry_point.hpp"
+#include "common/app/entry_point.hpp"
 #include "snapshot_worker/snapshot_worker.hpp"
 
 #include <cstdio>
@@ -31,7 +31,7 @@ int main(int argc, char** argv)
     // trees, its leaves); the static destructors and the libraries' clean-up
     // have nothing left to save, and the crawl worker waits on our exit, on the
     // path from the last snapshot's seal to the crawl's. Log lines are written
-    // unbuffered (common/log.cpp); stdio is flushed.
+    // unbuffered (common/base/log.cpp); stdio is flushed.
     std::fflush(nullptr);
     ::_exit(code);
 }

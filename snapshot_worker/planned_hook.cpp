@@ -1,6 +1,6 @@
 #include "snapshot_worker/planned_hook.hpp"
 
-#include "common/hook_launch_request.hpp"
+#include "common/hooks/hook_launch_request.hpp"
 
 namespace orch {
 

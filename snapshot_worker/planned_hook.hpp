@@ -1,9 +1,9 @@
 #pragma once
 
-#include "common/env_map.hpp"
-#include "common/hook_discovery.hpp"
-#include "common/plugin_config.hpp"
-#include "common/supervisor.hpp"
+#include "common/base/env_map.hpp"
+#include "common/hooks/hook_discovery.hpp"
+#include "common/hooks/plugin_config.hpp"
+#include "common/recorder/supervisor.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
 #include <filesystem>

@@ -1,7 +1,7 @@
 #include "snapshot_worker/result_write_behind.hpp"
 
-#include "common/json_text.hpp"
-#include "common/utf8.hpp"
+#include "common/base/json_text.hpp"
+#include "common/base/utf8.hpp"
 
 #include <algorithm>
 

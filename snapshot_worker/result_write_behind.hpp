@@ -1,8 +1,8 @@
 #pragma once
 
-#include "common/hook_result.hpp"
-#include "common/output_files.hpp"
-#include "common/write_behind.hpp"
+#include "common/hooks/hook_result.hpp"
+#include "common/hooks/output_files.hpp"
+#include "common/base/write_behind.hpp"
 
 #include <chrono>
 #include <map>

@@ -1,7 +1,7 @@
 #include "snapshot_worker/seal_statements.hpp"
 
-#include "common/autocommit_statement.hpp"
-#include "common/json_text.hpp"
+#include "common/db/autocommit_statement.hpp"
+#include "common/base/json_text.hpp"
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>

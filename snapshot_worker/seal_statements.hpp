@@ -1,7 +1,7 @@
 #pragma once
 
-#include "common/hook_discovery.hpp"
-#include "common/process_table.hpp"
+#include "common/hooks/hook_discovery.hpp"
+#include "common/recorder/process_table.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
 #include <pqxx/pqxx>

@@ -1,7 +1,7 @@
 #include "snapshot_worker/snapshot_batch.hpp"
 
-#include "common/errors.hpp"
-#include "common/log.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/log.hpp"
 
 #include <utility>
 

@@ -1,8 +1,8 @@
 #pragma once
 
-#include "common/snapshot_claims.hpp"
-#include "common/supervisor.hpp"
-#include "common/write_behind.hpp"
+#include "common/work/snapshot_claims.hpp"
+#include "common/recorder/supervisor.hpp"
+#include "common/base/write_behind.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
 #include <pqxx/pqxx>

@@ -1,10 +1,10 @@
 #include "snapshot_worker/snapshot_run.hpp"
 
-#include "common/errors.hpp"
-#include "common/hook_output.hpp"
-#include "common/hook_result.hpp"
-#include "common/log.hpp"
-#include "common/output_files.hpp"
+#include "common/base/errors.hpp"
+#include "common/hooks/hook_output.hpp"
+#include "common/hooks/hook_result.hpp"
+#include "common/base/log.hpp"
+#include "common/hooks/output_files.hpp"
 
 #include <fmt/format.h>
 

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "common/exit_codes.hpp"
-#include "common/lease.hpp"
-#include "common/stop_signals.hpp"
-#include "common/supervisor.hpp"
-#include "common/url_filter.hpp"
+#include "common/base/exit_codes.hpp"
+#include "common/work/lease.hpp"
+#include "common/base/stop_signals.hpp"
+#include "common/recorder/supervisor.hpp"
+#include "common/work/url_filter.hpp"
 #include "snapshot_worker/planned_hook.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 

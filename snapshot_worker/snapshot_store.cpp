@@ -1,11 +1,11 @@
 #include "snapshot_worker/snapshot_store.hpp"
 
-#include "common/autocommit_statement.hpp"
-#include "common/errors.hpp"
-#include "common/json_text.hpp"
-#include "common/log.hpp"
-#include "common/process_table.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/db/autocommit_statement.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/json_text.hpp"
+#include "common/base/log.hpp"
+#include "common/recorder/process_table.hpp"
+#include "common/work/snapshot_claims.hpp"
 #include "snapshot_worker/seal_statements.hpp"
 
 #include <fmt/format.h>

@@ -1,10 +1,10 @@
 #pragma once
 
-#include "common/hook_discovery.hpp"
-#include "common/hook_result.hpp"
-#include "common/output_files.hpp"
-#include "common/process_table.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/hooks/hook_discovery.hpp"
+#include "common/hooks/hook_result.hpp"
+#include "common/hooks/output_files.hpp"
+#include "common/recorder/process_table.hpp"
+#include "common/work/snapshot_claims.hpp"
 #include "snapshot_worker/result_write_behind.hpp"
 
 #include <nlohmann/json.hpp>

@@ -20,9 +20,9 @@
 // Single-item (k = 1) and batched (k = 50), on a queue of 1k and of `large` due rows.
 // First, context rows: this machine's PostgreSQL against the reference figures.
 // Needs TEST_DATABASE_URL. Usage: bench_claims [large-queue-rows] [items] [calibration seconds]
-#include "common/lease.hpp"
-#include "common/random_id.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/work/lease.hpp"
+#include "common/base/random_id.hpp"
+#include "common/work/snapshot_claims.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/bench/bench_machine.hpp"
 #include "tests/bench/bench_report.hpp"

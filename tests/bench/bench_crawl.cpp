@@ -19,7 +19,7 @@
 // 0 URLs skips rows 2, 6 (peak RSS) and 7; 0 samples skips row 4 and the idle CPU.
 // Row 4 needs track_commit_timestamp = on: scripts/bench runs it apart, after
 // restarting its cluster with it (the other rows run on stock settings).
-#include "common/resource_usage.hpp"
+#include "common/supervision/resource_usage.hpp"
 #include "tests/bench/bench_proc.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/bench/tmpfs_dir.hpp"

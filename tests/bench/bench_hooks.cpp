@@ -11,10 +11,10 @@
 //     staggered deadlines: p99 of (last process gone - deadline), and the total
 //     teardown against the largest deadline.
 // Needs TEST_DATABASE_URL. Usage: bench_hooks <no-op hook> [runs]
-#include "common/lean_exec.hpp"
+#include "common/config/lean_exec.hpp"
 #include "tests/bench/bench_report.hpp"
 #include "tests/bench/tmpfs_dir.hpp"
-#include "tests/common/supervision_fixture.hpp"
+#include "tests/supervision/supervision_fixture.hpp"
 #include "tests/support/pg_fixture.hpp"
 
 #include <algorithm>

@@ -4,7 +4,7 @@
 //  2. teardown precision: 50 trees of 20 TERM-ignoring processes with
 //     staggered deadlines; how long after its deadline each tree was gone.
 // Needs TEST_DATABASE_URL (or DATABASE_URL) like the tests.
-#include "tests/common/supervision_fixture.hpp"
+#include "tests/supervision/supervision_fixture.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -1,6 +1,6 @@
 #include "tests/chaos/trial_sandbox.hpp"
 
-#include "common/self_registration.hpp"
+#include "common/recorder/self_registration.hpp"
 #include "tests/chaos/db_query.hpp"
 #include "tests/chaos/os_scan.hpp"
 #include "tests/support/command_runner.hpp"

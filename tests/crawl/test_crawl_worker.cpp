@@ -1,7 +1,7 @@
 // crawl_worker end to end: real PostgreSQL, the real crawl_worker and
 // snapshot_worker executables, bash hooks written by the tests.
 
-#include "common/write_behind.hpp"
+#include "common/base/write_behind.hpp"
 #include "tests/crawl/crawl_fixture.hpp"
 #include "tests/crawl/hook_scripts.hpp"
 

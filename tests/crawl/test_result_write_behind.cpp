@@ -4,8 +4,8 @@
 // held together become one write, the seal writes what is still held, and a
 // worker without the lease writes nothing.
 
-#include "common/errors.hpp"
-#include "common/random_id.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/random_id.hpp"
 #include "snapshot_worker/result_write_behind.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"

@@ -4,10 +4,10 @@
 // seal_batch_and_claim), then crawls whose snapshots are quick, one that is
 // slow behind a quick one, and a stop in the middle of a batch.
 
-#include "common/database_outage.hpp"
-#include "common/errors.hpp"
-#include "common/random_id.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/db/database_outage.hpp"
+#include "common/base/errors.hpp"
+#include "common/base/random_id.hpp"
+#include "common/work/snapshot_claims.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/crawl/crawl_fixture.hpp"
 #include "tests/crawl/hook_scripts.hpp"

@@ -1,7 +1,7 @@
 // SnapshotStore::add_children (snapshot_worker/snapshot_store.hpp) against a real
 // PostgreSQL: two workers of one crawl adding the same discovered URLs at once.
 
-#include "common/random_id.hpp"
+#include "common/base/random_id.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"
 

@@ -1,13 +1,13 @@
-// claim_due_snapshots (common/snapshot_claims.hpp), the crawl worker's batched
+// claim_due_snapshots (common/work/snapshot_claims.hpp), the crawl worker's batched
 // claim, against a real PostgreSQL: exclusivity under concurrency, the rows it must
 // not take, attempts, the owner rows, and adoption by the worker (Lease::adopt).
 
-#include "common/database_outage.hpp"
-#include "common/errors.hpp"
-#include "common/host_rules.hpp"
-#include "common/lease.hpp"
-#include "common/random_id.hpp"
-#include "common/snapshot_claims.hpp"
+#include "common/db/database_outage.hpp"
+#include "common/base/errors.hpp"
+#include "common/work/host_rules.hpp"
+#include "common/work/lease.hpp"
+#include "common/base/random_id.hpp"
+#include "common/work/snapshot_claims.hpp"
 #include "crawl_worker/crawl_store.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"
@@ -597,7 +597,7 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
 
 // A seal clears the lease it is fenced on, in one autocommit statement. When the
 // connection breaks between that commit and its reply, ride_out runs the same
-// statement again on a new connection (common/database_outage.hpp): these run it
+// statement again on a new connection (common/db/database_outage.hpp): these run it
 // twice, as that retry does, and then as a worker that never held the lease.
 TEST_CASE("a seal run again after it committed is recognised as ours by sealed_by - not as a lost lease", "[snapshot_claims]")
 {

@@ -1,5 +1,5 @@
-#include "common/errors.hpp"
-#include "common/hook_discovery.hpp"
+#include "common/base/errors.hpp"
+#include "common/hooks/hook_discovery.hpp"
 #include "tests/hooks/temp_tree.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-#include "common/hook_argv.hpp"
-#include "common/hook_env.hpp"
+#include "common/hooks/hook_argv.hpp"
+#include "common/hooks/hook_env.hpp"
 
 #include <catch2/catch.hpp>
 

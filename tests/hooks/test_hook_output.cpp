@@ -1,5 +1,5 @@
-#include "common/hook_output.hpp"
-#include "common/utf8.hpp"
+#include "common/hooks/hook_output.hpp"
+#include "common/base/utf8.hpp"
 #include "tests/hooks/temp_tree.hpp"
 
 #include <catch2/catch.hpp>

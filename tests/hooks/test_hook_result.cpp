@@ -1,4 +1,4 @@
-#include "common/hook_result.hpp"
+#include "common/hooks/hook_result.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,6 +1,6 @@
-#include "common/bounded_json.hpp"
-#include "common/json_text.hpp"
-#include "common/utf8.hpp"
+#include "common/base/bounded_json.hpp"
+#include "common/base/json_text.hpp"
+#include "common/base/utf8.hpp"
 
 #include <catch2/catch.hpp>
 

@@ -1,4 +1,4 @@
-#include "common/output_files.hpp"
+#include "common/hooks/output_files.hpp"
 #include "tests/hooks/temp_tree.hpp"
 
 #include <catch2/catch.hpp>

@@ -1,5 +1,5 @@
-#include "common/errors.hpp"
-#include "common/plugin_config.hpp"
+#include "common/base/errors.hpp"
+#include "common/hooks/plugin_config.hpp"
 #include "tests/hooks/temp_tree.hpp"
 
 #include <catch2/catch.hpp>

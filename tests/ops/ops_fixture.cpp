@@ -1,7 +1,7 @@
 #include "tests/ops/ops_fixture.hpp"
 
-#include "common/machine.hpp"
-#include "common/process_identity.hpp"
+#include "common/db/machine.hpp"
+#include "common/supervision/process_identity.hpp"
 
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-#include "common/fd.hpp"
+#include "common/base/fd.hpp"
 #include "tests/ops/prom_parser.hpp"
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"

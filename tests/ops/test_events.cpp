@@ -2,7 +2,7 @@
 // events` and ops.events show them.
 #include "tests/ops/ops_fixture.hpp"
 
-#include "common/event_journal.hpp"
+#include "common/db/event_journal.hpp"
 
 #include <catch2/catch.hpp>
 #include <nlohmann/json.hpp>

@@ -1,4 +1,4 @@
-#include "common/errors.hpp"
+#include "common/base/errors.hpp"
 #include "orchestrator/metrics.hpp"
 #include "orchestrator/metrics_server.hpp"
 #include "tests/ops/prom_parser.hpp"

@@ -1,4 +1,4 @@
-// A PostgreSQL outage while a crawl runs (common/database_outage.hpp): within
+// A PostgreSQL outage while a crawl runs (common/db/database_outage.hpp): within
 // DB_OUTAGE_GRACE every process waits for the server, its children running on,
 // and nothing runs twice; past it they exit 4, and the next run finishes the
 // crawl. The server is a private cluster of the test's own (restarting the

@@ -2,7 +2,7 @@
 // its workers through a ReplyDroppingProxy, which loses the reply to one chosen
 // commit after the server made it, as a server dying between a commit and its
 // reply would. The client reconnects and runs its work again (ride_out,
-// common/database_outage.hpp), on rows that already hold what it wrote. One crawl
+// common/db/database_outage.hpp), on rows that already hold what it wrote. One crawl
 // per write the processes make, each with another one lost: every crawl must
 // end as if nothing happened (sealed, succeeded, each hook run once, every
 // process row closed, every process exiting 0).

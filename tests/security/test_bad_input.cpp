@@ -1,5 +1,5 @@
 // Bad input: every case gets a clear message, its documented exit code
-// (common/exit_codes.hpp) and leaves the database exactly as it was.
+// (common/base/exit_codes.hpp) and leaves the database exactly as it was.
 #include "tests/security/security_fixture.hpp"
 #include "tests/support/spawned_process.hpp"
 

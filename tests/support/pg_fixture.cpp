@@ -1,6 +1,6 @@
 #include "tests/support/pg_fixture.hpp"
 
-#include "common/migrate.hpp"
+#include "common/db/migrate.hpp"
 
 #include <fmt/format.h>
 #include <libpq-fe.h>

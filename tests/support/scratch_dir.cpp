@@ -1,6 +1,6 @@
 #include "tests/support/scratch_dir.hpp"
 
-#include "common/errors.hpp"
+#include "common/base/errors.hpp"
 
 #include <cstdio>
 #include <cstdlib>

@@ -2,8 +2,8 @@
 // SIGKILL mid-hook (crash) and SIGTERM.
 #include "tests/workers/worker_fixture.hpp"
 
-#include "common/recovery.hpp"
-#include "common/self_registration.hpp"
+#include "common/recorder/recovery.hpp"
+#include "common/recorder/self_registration.hpp"
 
 #include <catch2/catch.hpp>
 

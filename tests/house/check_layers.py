@@ -1,0 +1,139 @@
+#!/usr/bin/env python3
+"""The layers of common/: every #include between its folders follows the order
+that common/CMakeLists.txt declares (ORCH_COMMON_LAYERS), so no folder reaches a
+later one, two folders never include each other, and common/ includes nothing of
+the executables or the tests. Folders listed in NO_POSTGRES include no libpqxx.
+
+    check_layers.py SOURCE_DIR      check the tree; exit 1 and list each breach
+    check_layers.py --self-test     show that each kind of breach is caught
+"""
+import os
+import re
+import sys
+import tempfile
+
+INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
+LAYERS = re.compile(r'set\(ORCH_COMMON_LAYERS\s+([^)]*)\)')
+# The core layers that must not know the database.
+NO_POSTGRES = ("base", "url", "config", "supervision")
+EXECUTABLES = ("orchestrator", "crawl_worker", "snapshot_worker", "tests")
+
+
+def layers_of(root):
+    with open(os.path.join(root, "common", "CMakeLists.txt")) as f:
+        match = LAYERS.search(f.read())
+    if not match:
+        raise SystemExit("check_layers: no ORCH_COMMON_LAYERS in common/CMakeLists.txt")
+    return match.group(1).split()
+
+
+def breaches(root):
+    layers = layers_of(root)
+    rank = {name: i for i, name in enumerate(layers)}
+    found = []
+    common = os.path.join(root, "common")
+    for entry in sorted(os.listdir(common)):
+        path = os.path.join(common, entry)
+        if os.path.isfile(path) and entry != "CMakeLists.txt":
+            found.append(f"common/{entry}: a file at the top of common/ (only the layer folders belong there)")
+        elif os.path.isdir(path) and entry not in rank:
+            found.append(f"common/{entry}/: a folder missing from ORCH_COMMON_LAYERS")
+    edges = set()
+    for layer in layers:
+        folder = os.path.join(common, layer)
+        if not os.path.isdir(folder):
+            found.append(f"common/{layer}/: listed in ORCH_COMMON_LAYERS but missing")
+            continue
+        for dirpath, _, files in os.walk(folder):
+            for name in sorted(files):
+                if not name.endswith((".hpp", ".cpp")):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), root)
+                with open(os.path.join(dirpath, name), errors="replace") as f:
+                    text = f.read()
+                for target in INCLUDE.findall(text):
+                    parts = target.split("/")
+                    if parts[0] in EXECUTABLES:
+                        found.append(f"{rel}: includes {target}, a part of an executable or the tests")
+                    elif parts[0] == "common":
+                        other = parts[1] if len(parts) > 2 else None
+                        if other not in rank:
+                            found.append(f"{rel}: includes {target}, which is in no layer")
+                        elif rank[other] > rank[layer]:
+                            found.append(f"{rel}: includes {target}: {layer} comes before {other}")
+                        elif other != layer:
+                            edges.add((layer, other))
+                    elif parts[0] == "pqxx" and layer in NO_POSTGRES:
+                        found.append(f"{rel}: includes <{target}>: {layer} knows nothing of PostgreSQL")
+    # A layer's CMake target links only earlier layers.
+    link = re.compile(r'\bcommon_([a-z_]+)\b')
+    for layer in layers:
+        cmake = os.path.join(common, layer, "CMakeLists.txt")
+        if not os.path.isfile(cmake):
+            found.append(f"common/{layer}/CMakeLists.txt: missing")
+            continue
+        with open(cmake) as f:
+            for other in set(link.findall(f.read())):
+                if other != layer and other in rank and rank[other] > rank[layer]:
+                    found.append(f"common/{layer}/CMakeLists.txt: links common_{other}, a later layer")
+    return found, edges
+
+
+def self_test():
+    """Builds small trees that break the rules one at a time; each must be caught."""
+    def tree(files):
+        root = tempfile.mkdtemp(prefix="check_layers.")
+        for rel, text in files.items():
+            os.makedirs(os.path.dirname(os.path.join(root, rel)), exist_ok=True)
+            with open(os.path.join(root, rel), "w") as f:
+                f.write(text)
+        return root
+    good = {
+        "common/CMakeLists.txt": "set(ORCH_COMMON_LAYERS base db)\n",
+        "common/base/CMakeLists.txt": "add_library(common_base STATIC a.cpp)\n",
+        "common/base/a.hpp": "#pragma once\n#include <string>\n",
+        "common/db/CMakeLists.txt": "add_library(common_db STATIC b.cpp)\ntarget_link_libraries(common_db PUBLIC common_base)\n",
+        "common/db/b.cpp": '#include "common/base/a.hpp"\n#include <pqxx/pqxx>\n',
+    }
+    cases = {
+        "an include against the order": {"common/base/a.cpp": '#include "common/db/b.hpp"\n'},
+        "a cycle between two folders": {"common/base/c.cpp": '#include "common/db/b.hpp"\n',
+                                         "common/db/d.cpp": '#include "common/base/a.hpp"\n'},
+        "an executable included from common": {"common/db/e.cpp": '#include "orchestrator/work_queue.hpp"\n'},
+        "a file at the top of common": {"common/stray.cpp": "int x;\n"},
+        "a folder in no layer": {"common/extra/f.cpp": "int y;\n"},
+        "libpqxx in a core layer": {"common/base/g.cpp": "#include <pqxx/pqxx>\n"},
+        "a link to a later layer": {"common/base/CMakeLists.txt": "target_link_libraries(common_base PUBLIC common_db)\n"},
+    }
+    failures = 0
+    found, _ = breaches(tree(good))
+    if found:
+        print("self-test: the good tree was judged bad:", found)
+        failures += 1
+    for what, change in cases.items():
+        found, _ = breaches(tree({**good, **change}))
+        if not found:
+            print(f"self-test: {what} was not caught")
+            failures += 1
+        else:
+            print(f"self-test: {what}: caught ({found[0]})")
+    return failures
+
+
+def main():
+    if sys.argv[1:] == ["--self-test"]:
+        sys.exit(1 if self_test() else 0)
+    if len(sys.argv) != 2:
+        raise SystemExit(__doc__)
+    found, edges = breaches(sys.argv[1])
+    for line in found:
+        print(line)
+    if found:
+        print(f"check_layers: {len(found)} breach(es) of the order {' < '.join(layers_of(sys.argv[1]))}")
+        sys.exit(1)
+    print(f"check_layers: order {' < '.join(layers_of(sys.argv[1]))}; "
+          f"{len(edges)} folder dependencies, all forward")
+
+
+if __name__ == "__main__":
+    main()
