@@ -202,15 +202,16 @@ TEST_CASE("hooks: resolve_plugin_config reads the repository's own plugin config
     const char* src = std::getenv("ORCH_SOURCE_DIR");
     REQUIRE(src != nullptr);
     std::filesystem::path plugins = std::filesystem::path(src) / "plugins";
-    if (!std::filesystem::exists(plugins)) {
-        return;
-    }
+    REQUIRE(std::filesystem::is_directory(plugins));
+    int resolved = 0;
     for (const auto& entry : std::filesystem::directory_iterator(plugins)) {
         if (entry.is_directory()) {
             INFO(entry.path());
             json d = load_plugin_defaults(entry.path());
             PluginConfig c = resolve_plugin_config(entry.path().filename().string(), d, nullptr, {});
             CHECK(c.timeout > std::chrono::milliseconds(0));
+            ++resolved;
         }
     }
+    CHECK(resolved >= 5); // chrome, headers, html, links, pdf, screenshot, title
 }

@@ -255,11 +255,18 @@ echo "demo site at $BASE/, stalling page at $STALL, data in $DATA"
 
 # ---------------------------------------------------------------------------
 # The websocket client under the CDP helpers (plugins/chrome/cdp.py).
-WS_OUT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/test_cdp_websocket.py" "$PLUGINS" 2>&1) || true
+WS_RC=0
+WS_OUT=$("$PY" "$(dirname "${BASH_SOURCE[0]}")/test_cdp_websocket.py" "$PLUGINS" 2>&1) || WS_RC=$?
 echo "$WS_OUT"
-PASSED=$((PASSED + $(grep -c '^PASS: ' <<<"$WS_OUT" || true)))
-FAILED=$((FAILED + $(grep -c '^FAIL: ' <<<"$WS_OUT" || true)))
-grep -q '^PASS: ' <<<"$WS_OUT" || { echo "FAIL: cdp websocket test did not run"; FAILED=$((FAILED + 1)); }
+WS_PASSED=$(grep -c '^PASS: ' <<<"$WS_OUT" || true)
+WS_FAILED=$(grep -c '^FAIL: ' <<<"$WS_OUT" || true)
+PASSED=$((PASSED + WS_PASSED))
+FAILED=$((FAILED + WS_FAILED))
+[ "$WS_PASSED" -gt 0 ] || { echo "FAIL: cdp websocket test did not run"; FAILED=$((FAILED + 1)); }
+# A crash after its last line, or a failure it did not print as FAIL, still fails.
+if [ "$WS_RC" -ne 0 ] && [ "$WS_FAILED" -eq 0 ]; then
+    echo "FAIL: cdp websocket test exited $WS_RC"; FAILED=$((FAILED + 1))
+fi
 
 # ---------------------------------------------------------------------------
 # headers, html, title, links on the demo index.

@@ -2,7 +2,13 @@
 #include "common/supervision/pidfd.hpp"
 #include "common/supervision/process_identity.hpp"
 
+#include "tests/support/scratch_dir.hpp"
+#include "tests/support/skip_test.hpp"
+
 #include <catch2/catch.hpp>
+
+#include <filesystem>
+#include <fstream>
 
 #include <csignal>
 #include <spawn.h>
@@ -10,6 +16,7 @@
 #include <unistd.h>
 
 using namespace orch;
+using namespace orch::test;
 
 namespace {
 
@@ -47,12 +54,6 @@ TEST_CASE("identity of a live process verifies - a changed start time is reuse",
     auto wrong_ticks = *identity;
     wrong_ticks.start_ticks -= 1;
     CHECK(verify_identity(wrong_ticks, boot).verdict == IdentityVerdict::reused);
-    auto wrong_inode = *identity;
-    wrong_inode.pidfs_ino = identity->pidfs_ino.value_or(0) + 1;
-    wrong_inode.cookie = std::nullopt;
-    if (identity->pidfs_ino) {
-        CHECK(verify_identity(wrong_inode, boot).verdict == IdentityVerdict::reused);
-    }
     auto wrong_cookie = *identity;
     wrong_cookie.pidfs_ino = std::nullopt;
     wrong_cookie.cookie = "other";
@@ -81,11 +82,67 @@ TEST_CASE("start ticks between two clock readings: the tick when both are in it 
     CHECK(self->start_ticks <= static_cast<std::uint64_t>(boottime_ns() / tick));
 }
 
-TEST_CASE("proc stat parsing survives odd command names", "[identity]")
+TEST_CASE("a pidfs inode that differs from the recorded one is reuse - even without a cookie", "[identity]")
 {
-    const auto self = read_proc_stat(getpid());
+    const pid_t pid = spawn_sleep();
+    auto pidfd = Pidfd::open(pid);
+    REQUIRE(pidfd);
+    const auto boot = read_boot_id();
+    const auto identity = capture_identity(*pidfd, boot, std::nullopt);
+    REQUIRE(identity);
+    if (!identity->pidfs_ino) {
+        ::kill(pid, SIGKILL);
+        ::waitpid(pid, nullptr, 0);
+        skip_test("this kernel has no pidfs (before Linux 6.9): identity rests on start time and cookie");
+    }
+    CHECK(verify_identity(*identity, boot).verdict == IdentityVerdict::same);
+    auto wrong_inode = *identity;
+    wrong_inode.pidfs_ino = *identity->pidfs_ino + 1;
+    CHECK(verify_identity(wrong_inode, boot).verdict == IdentityVerdict::reused);
+    ::kill(pid, SIGKILL);
+    REQUIRE(::waitpid(pid, nullptr, 0) == pid);
+}
+
+TEST_CASE("proc stat parsing reads the fields after a command name holding ')' - spaces and a newline",
+          "[identity]")
+{
+    // The command name (comm) is the executable's base name, cut to 15 bytes: a
+    // link with a hostile name to /bin/sleep gives a child whose stat line reads
+    // "PID (x) (y\nz ) S PPID PGID ...". Parsing from the first ')' would read
+    // the wrong fields; the identity of every recorded process rests on them.
+    ScratchDir dir("odd-comm");
+    const auto link = dir.path() / "x) (y\nz ) S 1";
+    std::filesystem::create_symlink("/bin/sleep", link);
+    const std::string name = link.string();
+    pid_t pid = 0;
+    char* const argv[] = {const_cast<char*>(name.c_str()), const_cast<char*>("100"), nullptr};
+    char* const envp[] = {nullptr};
+    posix_spawnattr_t attr;
+    posix_spawnattr_init(&attr);
+    posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETPGROUP); // its own group: pgid == pid, unlike ours
+    REQUIRE(posix_spawn(&pid, name.c_str(), nullptr, &attr, argv, envp) == 0);
+    posix_spawnattr_destroy(&attr);
+    // Until exec, comm is ours; wait for the child's own.
+    std::string comm;
+    for (int i = 0; i < 500 && comm.find(')') == std::string::npos; ++i) {
+        std::ifstream in("/proc/" + std::to_string(pid) + "/comm");
+        std::getline(in, comm, '\0');
+        if (comm.find(')') == std::string::npos) {
+            ::usleep(10'000);
+        }
+    }
+    REQUIRE(comm.find(')') != std::string::npos);
+    REQUIRE(comm.find('\n') != std::string::npos);
+    const auto stat = read_proc_stat(pid);
+    REQUIRE(stat);
+    CHECK(stat->ppid == ::getpid());
+    CHECK(stat->pgid == pid);
+    CHECK((stat->state == 'S' || stat->state == 'R')); // asleep, or not yet
+    CHECK(stat->start_ticks > 0);
+    const auto self = read_proc_stat(::getpid());
     REQUIRE(self);
-    CHECK(self->pgid == getpgrp());
-    CHECK(self->ppid == getppid());
-    CHECK_FALSE(read_proc_stat(999999));
+    CHECK(stat->start_ticks >= self->start_ticks);
+    ::kill(pid, SIGKILL);
+    REQUIRE(::waitpid(pid, nullptr, 0) == pid);
+    CHECK_FALSE(read_proc_stat(pid));
 }
