@@ -1,8 +1,9 @@
 #pragma once
 
 // The one exit-code table shared by orchestrator, crawl_worker and snapshot_worker.
-// Documented in README.md ("Exit codes"); only main() turns outcomes into these.
-// `orchestrator status` uses the LSB status codes instead (see status command).
+// Documented in docs/ops.md ("Exit codes"), which tests/house/check_exit_codes.py
+// holds to this enum; only main() turns outcomes into these. `orchestrator status`
+// and `orchestrator db status` use the LSB status codes instead (LsbStatus).
 namespace orch {
 
 enum class ExitCode : int {

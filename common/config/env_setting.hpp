@@ -4,7 +4,7 @@
 
 namespace orch {
 
-// Numeric settings from the environment (README, "Configuration"). Each returns
+// Numeric settings from the environment (docs/configuration.md). Each returns
 // `fallback` when the variable is unset or empty, and throws ConfigError naming
 // the variable, the accepted range and the value when it is anything but a whole
 // number in [min, max]: a typo never silently becomes the default. Read them at

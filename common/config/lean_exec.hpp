@@ -16,9 +16,9 @@ namespace orch {
 // it. A variable the user set is left alone, and so is the process if the exec
 // fails. With `reexec` false (a short-lived command, whose memory does not
 // matter, where the second load of the binary and its ~25 shared libraries
-// would cost more than the command's work: about 20 ms on stop 29's VM) it only
-// does the second start's part: removes the variables a parent gave it. Call
-// before argv is modified. Never throws.
+// would cost more than the command's work: about 20 ms on a VM where page
+// faults are dear) it only does the second start's part: removes the variables
+// a parent gave it. Call before argv is modified. Never throws.
 void reexec_without_gnutls_init(char** argv, bool reexec = true) noexcept;
 
 // Adds the variables of the second start to a worker's environment (its

@@ -5,7 +5,7 @@
 #include <string>
 #include <vector>
 
-// The numeric settings read from the environment (README, "Configuration"),
+// The numeric settings read from the environment (docs/configuration.md),
 // one entry each, so that every process that spawns others can check all of
 // them at start: the workers inherit its environment, and a typo found by a
 // snapshot worker only after its crawl was claimed would otherwise be met by
@@ -61,7 +61,7 @@ inline constexpr Setting db_outage_grace{"DB_OUTAGE_GRACE", 30, 0, 3600, "s", "a
                                          "how long a process waits for a lost database connection before exiting 4"};
 } // namespace setting
 
-// Every entry above, in README order.
+// Every entry above, in the order of docs/configuration.md.
 const std::vector<const Setting*>& all_settings();
 
 // The setting's value from the environment, or its fallback when unset or

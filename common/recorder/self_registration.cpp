@@ -38,7 +38,7 @@ std::optional<SelfRow> adopt(pqxx::connection& conn, const SelfRegistration& reg
     auto r = tx.exec_params("UPDATE process SET worker_type = coalesce(worker_type, $3), "
                             " crawl_id = coalesce(crawl_id, $4), snapshot_id = coalesce(snapshot_id, $5), "
                             " heartbeat_at = now() "
-                            // By key, not through process_live_idx (ARCHITECTURE.md, the process table's keys).
+                            // By key, not through process_live_idx (docs/database-costs.md, partial indexes).
                             "WHERE id = $1 AND machine_id = $2 AND (status <> 'exited') IS TRUE "
                             "  AND ($6::text IS NULL OR (cookie = $6) IS TRUE) "
                             "RETURNING id, parent_id",

@@ -541,7 +541,7 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
                       "AND message LIKE '%site maintenance%' AND crawl_id = " + q) == 1);
         check_nothing_left(f, false);
         // A worker run by hand on the paused crawl does nothing: interrupted, as
-        // when the pause came while it ran (README, exit codes).
+        // when the pause came while it ran (docs/ops.md, exit codes).
         auto idle = f.run(id);
         CHECK(idle->exit_code() == 10);
         CHECK(idle->output().find("paused") != std::string::npos);
