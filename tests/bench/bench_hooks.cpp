@@ -310,22 +310,14 @@ double ms_between(Clock::time_point from, Clock::time_point to)
     return std::chrono::duration<double, std::milli>(to - from).count();
 }
 
-void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
+constexpr int k_trees = 50;
+
+// One teardown of 50 trees of 20 processes; every other tree ignores SIGTERM, so
+// it lives until its deadline and the SIGKILL of phase 3. Deadlines are staggered
+// from `base_deadline_s` after the first launch, and must all fall after the
+// teardown starts, once every tree has its 20 processes.
+bench::TeardownRun teardown_once(Supervisor& sup, SupervisionFixture& fx, double base_deadline_s)
 {
-    // 50 trees of 20 processes; every other tree ignores SIGTERM, so it lives until
-    // its deadline and the SIGKILL of phase 3. Deadlines are staggered and must all
-    // fall after the teardown starts, once every tree has its 20 processes: how
-    // long that takes is measured on one tree first (a VM whose forks are slow
-    // needs seconds for the 950 sleeps), and the launches get twice that per tree.
-    const auto c0 = Clock::now();
-    const auto probe = sup.launch(tree_request(fx, false, 600));
-    if (!wait_populated({fx.column(probe.row_id, "cookie")}, c0 + std::chrono::seconds(60)).empty()) {
-        throw std::runtime_error("a tree of 20 processes did not start within 60 s");
-    }
-    const double tree_s = std::chrono::duration<double>(Clock::now() - c0).count();
-    sup.teardown({probe.row_id}, std::chrono::seconds(5));
-    const double base_deadline_s = 1.0 + 50 * 2 * tree_s;
-    constexpr int k_trees = 50;
     std::map<std::string, double> timeouts;
     std::map<std::string, Clock::time_point> launched_at;
     std::map<std::string, std::string> cookie_of;
@@ -341,7 +333,7 @@ void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
     }
     // Every tree has its 20 processes before the clock starts (a tree still forking
     // when its deadline comes would be measured against its own start-up); one
-    // that has not by the first deadline voids the row.
+    // that has not by the first deadline voids the run.
     const auto first_deadline =
         first_launch + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(base_deadline_s));
     const auto unpopulated = wait_populated(cookies, first_deadline);
@@ -367,11 +359,40 @@ void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
         run.trees.push_back(tree);
     }
     const auto late_ms = bench::late_after_deadline_ms(run);
-    std::printf("teardown of %d trees x 20 processes (%zu with a deadline after the teardown began; %zu not fully "
-                "started): after deadline p50 %s ms, p99 %s ms, max %s ms; total %.0f ms\n",
-                k_trees, late_ms.size(), unpopulated.size(), bench::fixed(bench::quantile(late_ms, 0.5)).c_str(),
-                bench::fixed(bench::quantile(late_ms, 0.99)).c_str(), bench::fixed(bench::quantile(late_ms, 1.0)).c_str(),
-                run.total_ms);
+    std::printf("teardown of %d trees x 20 processes, first deadline %.1f s after the first launch (%zu with a "
+                "deadline after the teardown began; %zu not fully started): after deadline p50 %s ms, p99 %s ms, "
+                "max %s ms; total %.0f ms\n",
+                k_trees, base_deadline_s, late_ms.size(), unpopulated.size(),
+                bench::fixed(bench::quantile(late_ms, 0.5)).c_str(), bench::fixed(bench::quantile(late_ms, 0.99)).c_str(),
+                bench::fixed(bench::quantile(late_ms, 1.0)).c_str(), run.total_ms);
+    return run;
+}
+
+void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
+{
+    // How long a tree takes to start is measured on one tree first (a VM whose
+    // forks are slow needs seconds for the 950 sleeps), and the launches get
+    // twice that per tree. A run whose trees were not all started in time (the
+    // machine slowed down meanwhile) measured no precision: it runs again with
+    // twice the allowance, up to three runs, and the last one is the row.
+    const auto c0 = Clock::now();
+    const auto probe = sup.launch(tree_request(fx, false, 600));
+    if (!wait_populated({fx.column(probe.row_id, "cookie")}, c0 + std::chrono::seconds(60)).empty()) {
+        throw std::runtime_error("a tree of 20 processes did not start within 60 s");
+    }
+    const double tree_s = std::chrono::duration<double>(Clock::now() - c0).count();
+    sup.teardown({probe.row_id}, std::chrono::seconds(5));
+    double allowance = 2;
+    bench::TeardownRun run;
+    for (int attempt = 1; attempt <= 3; ++attempt, allowance *= 2) {
+        run = teardown_once(sup, fx, 1.0 + k_trees * allowance * tree_s);
+        const bool started_in_time = std::all_of(run.trees.begin(), run.trees.end(), [](const bench::TornDownTree& t) {
+            return t.populated && t.deadline_ms >= t.teardown_began_ms;
+        });
+        if (started_in_time) {
+            break;
+        }
+    }
     for (const auto& row : bench::teardown_rows(run)) {
         bench::report(row);
     }
