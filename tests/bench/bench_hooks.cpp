@@ -13,6 +13,7 @@
 // Needs TEST_DATABASE_URL. Usage: bench_hooks <no-op hook> [runs]
 #include "common/config/lean_exec.hpp"
 #include "tests/bench/bench_report.hpp"
+#include "tests/bench/teardown_report.hpp"
 #include "tests/bench/tmpfs_dir.hpp"
 #include "tests/supervision/supervision_fixture.hpp"
 #include "tests/support/pg_fixture.hpp"
@@ -36,7 +37,7 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// posix_spawn+wait of a no-op on the machine the goals come from.
+// posix_spawn+wait of a no-op on the reference machine the absolute goals were set on.
 constexpr double k_reference_spawn_us = 550;
 
 double us_since(Clock::time_point t0, int runs)
@@ -151,9 +152,11 @@ struct Side {
 
 void print_side(const char* name, const Side& side)
 {
-    std::printf("  %s: %.0f us per hook (median round; rounds %.0f-%.0f), paired ratio median %.2f (range %.2f-%.2f)\n",
-                name, bench::median(side.rounds), bench::quantile(side.rounds, 0), bench::quantile(side.rounds, 1),
-                bench::median(side.ratios), bench::quantile(side.ratios, 0), bench::quantile(side.ratios, 1));
+    using bench::fixed;
+    std::printf("  %s: %s us per hook (median round; rounds %s-%s), paired ratio median %s (range %s-%s)\n", name,
+                fixed(bench::median(side.rounds), 0).c_str(), fixed(bench::quantile(side.rounds, 0), 0).c_str(),
+                fixed(bench::quantile(side.rounds, 1), 0).c_str(), fixed(bench::median(side.ratios), 2).c_str(),
+                fixed(bench::quantile(side.ratios, 0), 2).c_str(), fixed(bench::quantile(side.ratios, 1), 2).c_str());
 }
 
 // Every hook the supervised paths ran is recorded: exited, exit code 0, with its
@@ -171,10 +174,10 @@ void check_records(SupervisionFixture& fx, long expected)
     }
 }
 
-// Returns the supervised cost per hook in microseconds (the event-loop path).
+// Reports row 1: the supervised cost per hook (the event-loop path) against raw.
 // With `on_tmpfs` (the hooks' log directory on tmpfs) it reports the context row
 // of that case only.
-double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs,
+void hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string& program, int runs,
                      bool on_tmpfs = false)
 {
     // Warm up every path, then alternate short rounds so background noise hits
@@ -199,33 +202,37 @@ double hook_overhead(Supervisor& sup, SupervisionFixture& fx, const std::string&
         wait.ratios.push_back(wait.rounds.back() / raw_rounds.back());
     }
     check_records(fx, 2L * (warm_up + rounds * per_round));
-    const double raw = bench::median(raw_rounds);
-    std::printf("hook overhead, %d rounds of %d hooks per path; raw posix_spawn+waitpid %.0f us (rounds %.0f-%.0f)\n",
-                rounds, per_round, raw, bench::quantile(raw_rounds, 0), bench::quantile(raw_rounds, 1));
+    const double raw = bench::value_of(bench::median(raw_rounds), "raw spawn rounds");
+    std::printf("hook overhead, %d rounds of %d hooks per path; raw posix_spawn+waitpid %.0f us (rounds %s-%s)\n",
+                rounds, per_round, raw, bench::fixed(bench::quantile(raw_rounds, 0), 0).c_str(),
+                bench::fixed(bench::quantile(raw_rounds, 1), 0).c_str());
     print_side("event loop (foreground hooks of a snapshot worker)", loop);
     print_side("Supervisor::wait (timeouts; exit written before it returns)", wait);
-    const double ours = bench::median(loop.rounds);
-    const double ratio = bench::median(loop.ratios);
+    const auto ours = bench::median(loop.rounds);
+    const auto ratio = bench::median(loop.ratios);
     const auto ratio_and_range = bench::fixed(ratio, 2) + " [" + bench::fixed(bench::quantile(loop.ratios, 0), 2) +
                                  "-" + bench::fixed(bench::quantile(loop.ratios, 1), 2) + "]";
+    const std::string window = "wall clock per round, first spawn -> last hook reaped (ours: and its exit written); " +
+                               std::to_string(rounds) + " interleaved pairs of " + std::to_string(per_round) +
+                               " hooks, median of the paired ratios";
     if (on_tmpfs) {
         // Each supervised hook creates its log files and rerun script, which the
         // raw loop does not: on a disk whose file creations are slow (ext4
         // without a journal after a mass deletion) the goal row pays that too.
         bench::report_context("1 context: the same with the hooks' log directory on tmpfs (us/hook)",
-                              bench::fixed(ours, 0), bench::fixed(raw, 0), ratio_and_range);
-        return ours;
+                              bench::fixed(ours, 0), bench::fixed(raw, 0), ratio_and_range, window);
+        return;
     }
     bench::report_row("1 hook overhead (us/hook)", bench::fixed(ours, 0), bench::fixed(raw, 0), ratio_and_range,
-                      "ratio <= 2.0", ratio <= 2.0);
+                      "ratio <= 2.0", bench::judge(ratio, {}, [](double r) { return r <= 2.0; }), window);
     bench::report_context("1 context: through Supervisor::wait (us/hook)", bench::fixed(bench::median(wait.rounds), 0),
-                          bench::fixed(raw, 0), bench::fixed(bench::median(wait.ratios), 2));
-    // The absolute goals of the process-bound rows (2 and 4) were set on a machine
-    // where this costs 0.55 ms (../shared/reference/pg-queues.md §6); the factor
-    // says how far this machine is from it before any of our code runs.
+                          bench::fixed(raw, 0), bench::fixed(bench::median(wait.ratios), 2), window);
+    // The absolute goals of the process-bound rows (2 and 4) were set on a
+    // reference machine where this costs 0.55 ms; the factor says how far this
+    // machine is from it before any of our code runs.
     bench::report_context("1 context: raw spawn+wait here vs the goals' reference machine (us)", bench::fixed(raw, 0),
-                          bench::fixed(k_reference_spawn_us, 0), bench::fixed(raw / k_reference_spawn_us, 2) + "x");
-    return ours;
+                          bench::fixed(k_reference_spawn_us, 0), bench::fixed(raw / k_reference_spawn_us, 2) + "x",
+                          "wall clock, the raw rounds above vs a fixed reference figure");
 }
 
 // Context for the process-bound rows (2 and 4): what starting a process costs
@@ -248,20 +255,25 @@ void process_start_floor(const std::string& noop, int runs)
     spawn_us(worker, worker_env, 3, true);
     const int rounds = 8;
     const int per_round = std::max(2, runs / 40);
-    std::vector<double> bare, pq, ours;
+    std::vector<double> bare, pq, ours, pq_ratios, our_ratios;
     for (int round = 0; round < rounds; ++round) {
         bare.push_back(spawn_us({noop}, {}, per_round));
         pq.push_back(spawn_us({noop_pq}, {}, per_round));
         ours.push_back(spawn_us(worker, worker_env, per_round, true));
+        pq_ratios.push_back(pq.back() / bare.back());
+        our_ratios.push_back(ours.back() / bare.back());
     }
-    const double b = bench::median(bare), p = bench::median(pq), o = bench::median(ours);
-    std::printf("process start, %d rounds of %d: no-op %.0f us, no-op linked with libpq %.0f us, "
-                "snapshot_worker --version %.0f us\n",
-                rounds, per_round, b, p, o);
+    using bench::fixed;
+    const auto b = bench::median(bare), p = bench::median(pq), o = bench::median(ours);
+    std::printf("process start, %d rounds of %d: no-op %s us, no-op linked with libpq %s us, "
+                "snapshot_worker --version %s us\n",
+                rounds, per_round, fixed(b, 0).c_str(), fixed(p, 0).c_str(), fixed(o, 0).c_str());
     bench::report_context("1 context: spawn+wait of the no-op linked with libpq / of snapshot_worker --version "
                           "vs the bare no-op (us)",
-                          bench::fixed(p, 0) + " / " + bench::fixed(o, 0), bench::fixed(b, 0),
-                          bench::fixed(p / b, 1) + "x / " + bench::fixed(o / b, 1) + "x");
+                          fixed(p, 0) + " / " + fixed(o, 0), fixed(b, 0),
+                          fixed(bench::median(pq_ratios), 1) + "x / " + fixed(bench::median(our_ratios), 1) + "x",
+                          "wall clock per round, first spawn -> last reaped; " + std::to_string(rounds) +
+                              " interleaved rounds of " + std::to_string(per_round) + ", median of the paired ratios");
 }
 
 // A tree of 20 processes (sh + 19 sleeps); with `deaf` it ignores SIGTERM.
@@ -273,8 +285,9 @@ LaunchRequest tree_request(SupervisionFixture& fx, bool deaf, double timeout_s)
     return req;
 }
 
-// Waits until each tree (its cookie) has all its 20 processes; false at `give_up`.
-bool wait_populated(const std::vector<std::string>& cookies, Clock::time_point give_up)
+// Waits until each tree (its cookie) has all its 20 processes, at most until
+// `give_up`; returns the cookies of the trees that still have fewer.
+std::vector<std::string> wait_populated(const std::vector<std::string>& cookies, Clock::time_point give_up)
 {
     std::vector<std::string> waiting = cookies;
     while (!waiting.empty()) {
@@ -284,75 +297,105 @@ bool wait_populated(const std::vector<std::string>& cookies, Clock::time_point g
                       waiting.end());
         if (!waiting.empty()) {
             if (Clock::now() >= give_up) {
-                return false;
+                break;
             }
             std::this_thread::sleep_for(std::chrono::milliseconds(20));
         }
     }
-    return true;
+    return waiting;
 }
 
-void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
+double ms_between(Clock::time_point from, Clock::time_point to)
 {
-    // 50 trees of 20 processes; every other tree ignores SIGTERM, so it lives until
-    // its deadline and the SIGKILL of phase 3. Deadlines are staggered and must all
-    // fall after the teardown starts, once every tree has its 20 processes: how
-    // long that takes is measured on one tree first (a VM whose forks are slow
-    // needs seconds for the 950 sleeps), and the launches get twice that per tree.
-    const auto c0 = Clock::now();
-    const auto probe = sup.launch(tree_request(fx, false, 600));
-    if (!wait_populated({fx.column(probe.row_id, "cookie")}, c0 + std::chrono::seconds(60))) {
-        throw std::runtime_error("a tree of 20 processes did not start within 60 s");
-    }
-    const double tree_s = std::chrono::duration<double>(Clock::now() - c0).count();
-    sup.teardown({probe.row_id}, std::chrono::seconds(5));
-    const double base_deadline_s = 1.0 + 50 * 2 * tree_s;
+    return std::chrono::duration<double, std::milli>(to - from).count();
+}
+
+constexpr int k_trees = 50;
+
+// One teardown of 50 trees of 20 processes; every other tree ignores SIGTERM, so
+// it lives until its deadline and the SIGKILL of phase 3. Deadlines are staggered
+// from `base_deadline_s` after the first launch, and must all fall after the
+// teardown starts, once every tree has its 20 processes.
+bench::TeardownRun teardown_once(Supervisor& sup, SupervisionFixture& fx, double base_deadline_s)
+{
     std::map<std::string, double> timeouts;
     std::map<std::string, Clock::time_point> launched_at;
+    std::map<std::string, std::string> cookie_of;
     std::vector<std::string> cookies;
     const auto first_launch = Clock::now();
-    for (int i = 0; i < 50; ++i) {
+    for (int i = 0; i < k_trees; ++i) {
         auto req = tree_request(fx, i % 2 == 0, base_deadline_s + 0.02 * i);
         const auto row = sup.launch(req).row_id;
         timeouts[row] = *req.timeout_s * 1000.0;
         launched_at[row] = Clock::now();
-        cookies.push_back(fx.column(row, "cookie"));
+        cookie_of[row] = fx.column(row, "cookie");
+        cookies.push_back(cookie_of[row]);
     }
     // Every tree has its 20 processes before the clock starts (a tree still forking
-    // when its deadline comes would be measured against its own start-up).
+    // when its deadline comes would be measured against its own start-up); one
+    // that has not by the first deadline voids the run.
     const auto first_deadline =
         first_launch + std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(base_deadline_s));
-    if (!wait_populated(cookies, first_deadline)) {
-        std::printf("teardown: not every tree had its 20 processes by the first deadline\n");
-    }
+    const auto unpopulated = wait_populated(cookies, first_deadline);
     const auto t0 = Clock::now();
     const auto outcomes = sup.teardown({}, std::chrono::seconds(30));
-    const double total_ms = std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
-    std::vector<double> late_ms;
-    double largest_ms = 0;
-    int past = 0;
+    bench::TeardownRun run;
+    run.launched = k_trees;
+    run.total_ms = ms_between(t0, Clock::now());
     for (const auto& o : outcomes) {
-        // Both count from the tree's start: elapsed (last process gone) and its timeout.
-        const double since_launch_ms = std::chrono::duration<double, std::milli>(t0 - launched_at[o.row_id]).count();
-        if (timeouts[o.row_id] < since_launch_ms) {
-            ++past; // its deadline passed before the teardown began: not a precision sample
-            continue;
+        if (launched_at.count(o.row_id) == 0) {
+            continue; // not one of the 50 (none is expected: the probe was torn down)
         }
-        late_ms.push_back(std::max(0.0, static_cast<double>(o.elapsed.count()) - timeouts[o.row_id]));
-        largest_ms = std::max(largest_ms, timeouts[o.row_id] - since_launch_ms);
-        if (!o.tree_empty) {
+        bench::TornDownTree tree;
+        tree.id = o.row_id;
+        tree.deadline_ms = timeouts[o.row_id];
+        tree.teardown_began_ms = ms_between(launched_at[o.row_id], t0);
+        tree.gone_ms = static_cast<double>(o.elapsed.count());
+        tree.populated = std::find(unpopulated.begin(), unpopulated.end(), cookie_of[o.row_id]) == unpopulated.end();
+        tree.survived_kill = !o.tree_empty;
+        if (tree.survived_kill) {
             std::printf("teardown: tree %s survived SIGKILL\n", o.row_id.c_str());
         }
+        run.trees.push_back(tree);
     }
-    const double p99 = bench::quantile(late_ms, 0.99);
-    std::printf("teardown of %zu trees x 20 processes (%d skipped: deadline before teardown): after deadline "
-                "p50 %.1f ms, p99 %.1f ms, max %.1f ms; total %.0f ms for a largest deadline of %.0f ms\n",
-                late_ms.size(), past, bench::quantile(late_ms, 0.5), p99, bench::quantile(late_ms, 1.0), total_ms,
-                largest_ms);
-    bench::report_row("5 teardown: deadline->gone p99 (ms)", bench::fixed(p99), "-", "-", "p99 <= 50 ms", p99 <= 50);
-    bench::report_row("5 teardown: total vs largest deadline (ms)", bench::fixed(total_ms, 0),
-                      bench::fixed(largest_ms, 0), (total_ms >= largest_ms ? "+" : "") + bench::fixed(total_ms - largest_ms, 0) + " ms",
-                      "<= +100 ms", total_ms <= largest_ms + 100);
+    const auto late_ms = bench::late_after_deadline_ms(run);
+    std::printf("teardown of %d trees x 20 processes, first deadline %.1f s after the first launch (%zu with a "
+                "deadline after the teardown began; %zu not fully started): after deadline p50 %s ms, p99 %s ms, "
+                "max %s ms; total %.0f ms\n",
+                k_trees, base_deadline_s, late_ms.size(), unpopulated.size(),
+                bench::fixed(bench::quantile(late_ms, 0.5)).c_str(), bench::fixed(bench::quantile(late_ms, 0.99)).c_str(),
+                bench::fixed(bench::quantile(late_ms, 1.0)).c_str(), run.total_ms);
+    return run;
+}
+
+void teardown_precision(Supervisor& sup, SupervisionFixture& fx)
+{
+    // How long a tree takes to start is measured on one tree first (a VM whose
+    // forks are slow needs seconds for the 950 sleeps), and the launches get
+    // twice that per tree. A run whose trees were not all started in time (the
+    // machine slowed down meanwhile) measured no precision: it runs again with
+    // twice the allowance, up to three runs, and the last one is the row.
+    const auto c0 = Clock::now();
+    const auto probe = sup.launch(tree_request(fx, false, 600));
+    if (!wait_populated({fx.column(probe.row_id, "cookie")}, c0 + std::chrono::seconds(60)).empty()) {
+        throw std::runtime_error("a tree of 20 processes did not start within 60 s");
+    }
+    const double tree_s = std::chrono::duration<double>(Clock::now() - c0).count();
+    sup.teardown({probe.row_id}, std::chrono::seconds(5));
+    double allowance = 2;
+    bench::TeardownRun run;
+    for (int attempt = 1; attempt <= 3; ++attempt, allowance *= 2) {
+        run = teardown_once(sup, fx, 1.0 + k_trees * allowance * tree_s);
+        const bool started_in_time = std::all_of(run.trees.begin(), run.trees.end(), [](const bench::TornDownTree& t) {
+            return t.populated && t.deadline_ms >= t.teardown_began_ms;
+        });
+        if (started_in_time) {
+            break;
+        }
+    }
+    for (const auto& row : bench::teardown_rows(run)) {
+        bench::report(row);
+    }
 }
 
 } // namespace

@@ -1,9 +1,9 @@
 #pragma once
 
 // What this machine's PostgreSQL does with no code of ours, measured as the
-// issue's reference figures were (../shared/reference/pg-queues.md §6), so that a
-// reader can scale the absolute goals to the machine a run happened on (row 1 does
-// the same for process starts). Both block for about `seconds` of wall time with
+// reference machine's figures were (the machine the absolute goals were set
+// on), so that a reader can scale the absolute goals to the machine a run
+// happened on (row 1 does the same for process starts). Both block for about `seconds` of wall time with
 // 8 client threads; they throw what libpqxx throws.
 
 #include <string>

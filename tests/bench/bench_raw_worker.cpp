@@ -7,9 +7,14 @@
 // row per hook inserted before its spawn and updated with its pid and exit code
 // after (asynchronous commit, as ours), and a durable seal of each snapshot,
 // numbered from FIRST (synchronous commit, as ours).
+// With --add N it is instead the raw loop's `orchestrator add`: it inserts the
+// N snapshot rows (ids 0..N-1) into raw_snapshot in one durable statement and
+// exits, so that the raw loop's window, like ours, opens with a process that
+// queues the work.
 // With BENCH_USAGE_FILE set, it appends the CPU seconds of the hooks it reaped
 // to that file (one line) before it exits: bench_crawl splits its CPU with it.
 //   bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]
+//   bench_raw_worker --add <snapshots>
 #include <libpq-fe.h>
 
 #include <cstdio>
@@ -53,6 +58,19 @@ bool prepare(PGconn* conn, const char* name, const char* sql)
 
 int main(int argc, char** argv)
 {
+    if (argc == 3 && std::strcmp(argv[1], "--add") == 0) {
+        const char* url = std::getenv("DATABASE_URL");
+        PGconn* conn = PQconnectdb(url != nullptr ? url : "");
+        if (PQstatus(conn) != CONNECTION_OK) {
+            std::fprintf(stderr, "bench_raw_worker: %s", PQerrorMessage(conn));
+            return 1;
+        }
+        const char* count[] = {argv[2]};
+        const bool ok = prepare(conn, "add", "INSERT INTO raw_snapshot (id) SELECT g FROM generate_series(0, $1::int - 1) g") &&
+                        exec(conn, "add", 1, count);
+        PQfinish(conn);
+        return ok ? 0 : 1;
+    }
     int arg = 1;
     long first = -1;
     if (argc > 2 && std::strcmp(argv[1], "--record") == 0) {
@@ -60,7 +78,8 @@ int main(int argc, char** argv)
         arg = 3;
     }
     if (argc - arg < 2) {
-        std::fprintf(stderr, "usage: bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]\n");
+        std::fprintf(stderr, "usage: bench_raw_worker [--record FIRST] <snapshots> <hook> [<hook>...]\n"
+                             "       bench_raw_worker --add <snapshots>\n");
         return 2;
     }
     const long snapshots = std::atol(argv[arg]);
