@@ -132,8 +132,8 @@ void CrawlRun::spawn_due_workers()
         req.log_dir = m_ctx.crawl_dir / "snapshot_workers";
         req.name = "snapshot_worker";
         req.process_type = "worker";
-        req.crawl_id = m_ctx.crawl.id;
-        req.snapshot_id = claim.snapshot_id;
+        req.labels.crawl_id = m_ctx.crawl.id;
+        req.labels.snapshot_id = claim.snapshot_id;
         // Its exit rides on the next worker's insert, or on the crawl's seal: on the
         // path from the last snapshot's seal to the crawl's, a round trip fewer.
         req.hold_exit = true;

@@ -171,7 +171,7 @@ void OrchestratorLoop::spawn_workers()
         req.log_dir = m_data_dir / "crawls" / claim.crawl_id;
         req.name = "crawl_worker";
         req.process_type = "worker";
-        req.crawl_id = claim.crawl_id;
+        req.labels.crawl_id = claim.crawl_id;
         auto result = m_supervisor->launch(req);
         if (!result.started()) {
             log::error("cannot start crawl_worker", {{"crawl", claim.crawl_id}, {"error", result.failure->message}});

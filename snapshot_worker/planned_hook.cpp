@@ -15,8 +15,8 @@ LaunchRequest launch_request_for(const SnapshotRecord& snapshot, const std::file
     auto req = hook_launch_request(planned.hook, planned.config, std::move(env),
                                    HookArguments{snapshot.url, snapshot.id, snapshot.crawl_id},
                                    snap_dir / planned.hook.plugin, background);
-    req.snapshot_id = snapshot.id;
-    req.archive_result_id = planned.result_id;
+    req.labels.snapshot_id = snapshot.id;
+    req.labels.archive_result_id = planned.result_id;
     req.owner_logs = true; // "hook started" and "hook finished" say it all
     return req;
 }

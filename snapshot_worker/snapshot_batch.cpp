@@ -25,7 +25,7 @@ void SnapshotBatch::take(std::vector<std::pair<ClaimedSnapshot, std::map<std::st
     std::vector<std::pair<std::size_t, std::string>> owners; // claim index, hook id
     for (std::size_t i = first; i < m_ahead.size(); ++i) {
         for (auto& request : requests(m_ahead[i])) {
-            owners.emplace_back(i, request.hook_name.value_or(""));
+            owners.emplace_back(i, request.labels.hook_name.value_or(""));
             all.push_back(std::move(request));
         }
     }

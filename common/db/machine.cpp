@@ -39,15 +39,6 @@ std::string hostname()
 
 } // namespace
 
-std::string read_boot_id()
-{
-    auto id = read_trimmed("/proc/sys/kernel/random/boot_id");
-    if (id.empty()) {
-        throw std::system_error(errno ? errno : ENOENT, std::generic_category(), "read boot_id");
-    }
-    return id;
-}
-
 MachineIdentity detect_machine(const std::optional<std::string>& override_id)
 {
     MachineIdentity m;

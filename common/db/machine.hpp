@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/supervision/process_identity.hpp" // read_boot_id
+
 #include <pqxx/pqxx>
 
 #include <optional>
@@ -17,9 +19,6 @@ struct MachineIdentity {
 // Reads /etc/machine-id (else a hash of the hostname) unless `override_id` is given.
 // Throws InvalidInput for an override that is empty or longer than 128 characters.
 MachineIdentity detect_machine(const std::optional<std::string>& override_id);
-
-// /proc/sys/kernel/random/boot_id, trimmed. Throws std::system_error if unreadable.
-std::string read_boot_id();
 
 // Inserts or refreshes the machine row (hostname, boot id, cpus, last_seen, containment).
 void register_machine(pqxx::connection& conn, const MachineIdentity& machine,

@@ -16,9 +16,9 @@ LaunchRequest hook_launch_request(const Hook& hook, const PluginConfig& config, 
     if (!background) {
         req.timeout_s = std::chrono::duration<double>(config.timeout).count();
     }
-    req.plugin = hook.plugin;
-    req.hook_name = hook.id();
-    req.crawl_id = args.crawl_id;
+    req.labels.plugin = hook.plugin;
+    req.labels.hook_name = hook.id();
+    req.labels.crawl_id = args.crawl_id;
     return req;
 }
 

@@ -4,11 +4,11 @@
 #include "common/hooks/hook_argv.hpp"
 #include "common/hooks/hook_discovery.hpp"
 #include "common/hooks/plugin_config.hpp"
-#include "common/recorder/supervisor.hpp"
+#include "common/supervision/launch_request.hpp"
 
 #include <filesystem>
 
-// What every hook start asks of the Supervisor, crawl hook or snapshot hook:
+// What every hook start asks of the supervisor, crawl hook or snapshot hook:
 // its argv, environment, directory, name, timeout and labels.
 namespace orch {
 

@@ -60,7 +60,7 @@ void Supervisor::hold_unstarted(const std::string& row_id, const std::string& en
     process_table::EndRecord end{std::nullopt, std::nullopt, end_reason, std::nullopt,
                                  error.empty() ? std::nullopt : std::optional<std::string>(error)};
     m_held_exits.push_back(process_table::HeldExit{row_id, std::nullopt, 0, now, now, end, std::nullopt});
-    arm_timer(now);
+    m_trees.rearm();
 }
 
 } // namespace orch

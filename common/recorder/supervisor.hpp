@@ -1,24 +1,22 @@
 #pragma once
 
-#include "common/supervision/containment.hpp"
+#include "common/base/stop_signals.hpp"
+#include "common/base/write_behind.hpp"
 #include "common/db/database_outage.hpp"
-#include "common/base/fd.hpp"
-#include "common/supervision/launcher.hpp"
+#include "common/db/pending_statement.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/recorder/recovery.hpp"
-#include "common/base/stop_signals.hpp"
-#include "common/supervision/supervised_tree.hpp"
-#include "common/base/write_behind.hpp"
+#include "common/supervision/launch_request.hpp"
+#include "common/supervision/process_trees.hpp"
 
 #include <chrono>
 #include <exception>
-#include <filesystem>
 #include <functional>
 #include <map>
-#include <set>
-#include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <pqxx/pqxx>
@@ -54,80 +52,23 @@ struct SupervisorOptions {
     StopSignals* stop_signals = nullptr;
 };
 
-struct LaunchRequest {
-    std::vector<std::string> argv;
-    // The complete, allow-listed environment of the child: nothing is
-    // inherited. Database URLs are dropped; secret-looking values are
-    // redacted in the row and in cmd.sh.
-    std::map<std::string, std::string> env;
-    // Given to the child as they are and never recorded (not in the row, not in
-    // cmd.sh): how a worker receives its DATABASE_URL. Never set this for hooks.
-    std::map<std::string, std::string> private_env;
-    // Row id to use (a UUID); empty = a new random one. Lets a caller lease work to
-    // the process row before the process exists.
-    std::string row_id;
-    std::filesystem::path pwd;     // working directory (must exist)
-    std::filesystem::path log_dir; // <name>.<row-id>.{stdout,stderr}.log and .cmd.sh go here; created if missing
-    std::string name = "process";  // hook name, used in file names and logs
-    std::optional<double> timeout_s;
-    std::string process_type = "hook";
-    std::optional<std::string> plugin;
-    std::optional<std::string> hook_name;
-    std::optional<std::string> crawl_id;
-    std::optional<std::string> snapshot_id;
-    std::optional<std::string> archive_result_id;
-    // The owner logs this process's start and end itself, with what it knows
-    // of them (a snapshot worker's hooks): the supervisor's own "launched" and
-    // "process exited" lines go to debug, and a hook is two lines, not four.
-    bool owner_logs = false;
-    // Its exit is held like a hook's (Supervisor::take_held_exits) though it is
-    // not one: a crawl worker's snapshot workers, whose last exit the crawl's
-    // seal carries. The owner writes the held exits itself (write_held_exits)
-    // before anything reads the row as a dead process's, such as a recovery pass.
-    bool hold_exit = false;
-};
-
-struct LaunchResult {
-    std::string row_id;
-    pid_t pid = 0;
-    std::optional<SpawnFailure> failure; // row already closed as spawn_failed
-    bool started() const noexcept { return !failure.has_value(); }
-};
-
-// Where a process ended, as recorded in its row.
-struct ProcessOutcome {
-    std::string row_id;
-    std::optional<int> exit_code;
-    std::optional<int> term_signal;
-    std::string end_reason; // exited | timed_out | killed_on_teardown | spawn_failed ...
-    bool timed_out = false;
-    bool killed = false;     // phase 3 (SIGKILL of the tree) was needed
-    // A SIGTERM (timeout or teardown) was sent while the leader still ran.
-    // False: the leader ended on its own, and its exit is its own result.
-    bool stop_signalled = false;
-    bool tree_empty = true;  // false only if the tree survived SIGKILL for kill_timeout
-    std::chrono::milliseconds elapsed{0}; // since launch
-};
-
-// Which processes phase 1 sends SIGTERM to. `leader` (systemd's "mixed"):
-// the hook decides how to stop its children (Chromium must close itself);
-// `tree`: every process of the tree. A tree whose leader is gone always
-// gets the tree-wide SIGTERM.
-enum class TermTarget { leader, tree };
-
-// Launches, records, watches and tears down process trees. Single-threaded:
-// call every member from the thread that owns it. It is the one reaper of
-// this process: it becomes the child subreaper and reaps every child that
-// exits, so the owning process must not wait for children itself.
-// Destruction tears down every tree still running (bounded by
+// Process trees recorded as rows of the `process` table: ProcessTrees does the
+// OS work (launch into containment, watch, deadlines, teardown, reaping) and
+// reports what happens; this writes it. Single-threaded: call every member
+// from the thread that owns it. Through ProcessTrees it is the one reaper of
+// this process (the child subreaper), so the owning process must not wait for
+// children itself. Destruction tears down every tree still running (bounded by
 // teardown_grace + kill_timeout), then stops what its trees left adopted by it
-// (stop_adopted_orphans, bounded the same way), and never throws.
-class Supervisor {
+// (ProcessTrees::stop_adopted_orphans, bounded the same way), writes what it
+// still holds, and never throws. Every member that writes throws what libpqxx
+// throws, unless it says otherwise; a lost connection is ridden out
+// (database_outage.hpp) except inside wait() and teardown().
+class Supervisor : private TreeObserver {
 public:
     // Probes containment, registers or adopts the self row. Throws
     // std::system_error / pqxx exceptions on failure.
     Supervisor(pqxx::connection& conn, SupervisorOptions options);
-    ~Supervisor();
+    ~Supervisor() override;
     Supervisor(const Supervisor&) = delete;
     Supervisor& operator=(const Supervisor&) = delete;
 
@@ -154,46 +95,35 @@ public:
     // rows of one snapshot, when those of the next are reserved too).
     void release_reservations(const std::vector<std::string>& row_ids);
 
-    // Foreground wait: blocks until the process exits, or until `timeout`
-    // (default: the request's timeout_s; none = forever) when it escalates:
-    // SIGTERM+SIGCONT to the leader, `grace` (default teardown_grace), then
-    // SIGKILL of the whole tree. Leftovers of a leader that exited are
-    // killed. Throws std::out_of_range for an unknown row. Never waits for the
-    // database: through an outage the deadlines keep their time and the exits
-    // it cannot write stay held (database_outage.hpp, OutageWaitsDeferred).
+    // ProcessTrees::wait, with the exits written before it returns. Never
+    // waits for the database: through an outage the deadlines keep their time
+    // and the exits it cannot write stay held (OutageWaitsDeferred). Throws
+    // std::out_of_range for an unknown row.
     ProcessOutcome wait(const std::string& row_id,
                         std::optional<std::chrono::milliseconds> timeout = std::nullopt,
                         std::optional<std::chrono::milliseconds> grace = std::nullopt);
 
-    // wait()'s timeout escalation for every tree past its timeout_s that no
-    // wait() or teardown() has claimed, by signals alone: SIGTERM+SIGCONT to
-    // the leader, then SIGKILL of the tree teardown_grace later (not needed
-    // when the SIGTERM ended every process). It neither reaps nor writes, so
-    // it is safe to call while another member is blocked on the database: the
+    // ProcessTrees::keep_deadlines: signals alone, no reaping, no writes, so
+    // it is safe while another member is blocked on the database. The
     // supervisor runs it through a database outage (an OutageTask), when its
-    // owner's loop is blocked and cannot call wait() on time. A later wait()
-    // on the tree goes on from where it stands, and its outcome says
-    // timed_out. Returns when it next has something to do (nullopt: nothing).
-    // Never blocks.
-    std::optional<std::chrono::steady_clock::time_point> keep_deadlines();
+    // owner's loop is blocked and cannot call wait() on time. Never blocks.
+    std::optional<std::chrono::steady_clock::time_point> keep_deadlines() { return m_trees.keep_deadlines(); }
 
-    // Three-phase teardown of the given trees (all tracked ones if empty), in
-    // parallel. Each tree gets deadline = min(remaining timeout, grace);
-    // blocks until every tree is gone or given up on. Rows get the outcome
-    // (held through a database outage, as in wait()).
+    // ProcessTrees::teardown; rows get the outcome (held through a database
+    // outage, as in wait()).
     std::vector<ProcessOutcome> teardown(const std::vector<std::string>& row_ids = {},
                                          std::optional<std::chrono::milliseconds> grace = std::nullopt,
                                          TermTarget term_target = TermTarget::leader);
 
     // Readable when process_events() has work: add it to a poll/epoll loop.
-    int epoll_fd() const noexcept { return m_epoll.get(); }
+    int epoll_fd() const noexcept { return m_trees.epoll_fd(); }
     // Reaps exited processes (own and adopted), records outcomes (a hook's
     // exit is held: see take_held_exits), writes what is due, heartbeats when
     // due. Never blocks on anything but the database (through an outage, up
     // to DB_OUTAGE_GRACE: database_outage.hpp).
     void process_events();
     // Outcomes of trees that ended on their own since the last call.
-    std::vector<ProcessOutcome> take_finished();
+    std::vector<ProcessOutcome> take_finished() { return m_trees.take_finished(); }
     // Crash recovery for this machine and scope (cleanup_stale_running with
     // this supervisor's containment options and self row), then reaps the
     // killed orphans that were reparented to us. Call before launching.
@@ -217,10 +147,9 @@ public:
     // snapshot's seal); the supervisor forgets them.
     std::vector<process_table::HeldExit> take_held_exits();
     // Writes every held exit now: one round trip when there are any.
-    // Throws what libpqxx throws.
     void write_held_exits();
 
-    bool is_running(const std::string& row_id) const;
+    bool is_running(const std::string& row_id) const { return m_trees.is_running(row_id); }
     // Called about once a second while wait() or teardown() block, with no
     // statement of ours in flight: the owner renews its lease there, so a long
     // teardown (several timed-out hooks, workers given their stop grace) cannot
@@ -228,19 +157,22 @@ public:
     // exception it throws is logged and dropped: the teardown goes on. Empty to
     // remove; the owner removes it before it goes away.
     void set_while_blocked(std::function<void()> task);
-    // True when the process has exited but left processes behind in its tree
-    // (a hook that backgrounded a child, or one that double-forked) and no
-    // wait() or teardown() has claimed it yet. A foreground owner then calls
-    // wait(row_id, 0ms): the leftovers are killed and the outcome is the
-    // leader's own, not a timeout. Only reads the tree's membership when the
-    // leader has exited, which an empty tree does not outlive.
-    bool left_processes(const std::string& row_id) const;
-    std::vector<std::string> running() const;
-    ContainmentMode containment_mode() const noexcept { return m_containment.mode(); }
-    const Containment& containment() const noexcept { return m_containment; }
+    // ProcessTrees::left_processes: the leader exited, leaving processes in
+    // its tree; the owner then calls wait(row_id, 0ms).
+    bool left_processes(const std::string& row_id) const { return m_trees.left_processes(row_id); }
+    std::vector<std::string> running() const { return m_trees.running(); }
+    ContainmentMode containment_mode() const noexcept { return m_trees.containment_mode(); }
+    const Containment& containment() const noexcept { return m_trees.containment(); }
     const std::string& self_row_id() const noexcept { return m_self_id; }
 
 private:
+    // TreeObserver: what the trees report, written as rows.
+    void leader_exited(const LeaderExit& exit) override;
+    void end_decided(const std::string& id, const std::string& end_reason) override;
+    void tree_finished(const ProcessOutcome& outcome) override;
+    void events_handled() override;
+    std::optional<std::chrono::steady_clock::time_point> next_due() const override;
+
     // The queued row of `request` as row `row_id`, its child's environment
     // `env` (child_environment with its cookie `cookie`); no cgroup leaf:
     // launch() adds the one it picks.
@@ -249,55 +181,15 @@ private:
     // launch() once the row id and cookie are settled; `reserved`: the row exists.
     LaunchResult launch_row(const LaunchRequest& request, LaunchResult result, const std::string& cookie,
                             bool reserved);
-    SupervisedTree* find(const std::string& row_id);
-    void track(std::unique_ptr<SupervisedTree> tree);
-    void on_leader_exit(SupervisedTree& tree, const ProcessExit& exit);
-    void reap_orphans();
-    // Children of this process that no tree leads and that run inside its
-    // containment scope: descendants of its trees reparented to it (it is
-    // their subreaper) because the supervisor between them died, SIGKILLed by
-    // a teardown say, while the database was down and no recovery could run.
-    // SIGTERM (and SIGCONT), teardown_grace, then SIGKILL, for the ones found
-    // on the way too (a killed worker's hooks are adopted in turn), until none
-    // is left or kill_timeout has passed after the SIGKILL. Our own children
-    // cannot be reused pids before we reap them: signalled by pid. In cgroup
-    // modes only (fallback trees are found by recovery, by cookie). Writes
-    // nothing; recovery closes their rows.
-    void stop_adopted_orphans();
-    // process_events() without settling m_in_flight: wait() and teardown() go
-    // on with a tree's cleanup while its exit write is on its way, and settle
-    // before they return.
-    void handle_events();
-    bool fast_stop_requested() const;
-    void bound_logs(const SupervisedTree& tree);
-    void finish(SupervisedTree& tree, bool tree_empty);
-    void collect_finished();
-    void wait_until(std::chrono::steady_clock::time_point until);
-    void arm_timer(std::chrono::steady_clock::time_point now);
-    ProcessOutcome outcome_of(const SupervisedTree& tree) const;
 
     pqxx::connection& m_conn;
     SupervisorOptions m_options;
-    Containment m_containment;
-    std::string m_boot_id;
     std::string m_self_id;
-    Fd m_epoll;
-    Fd m_timer;
-    std::map<std::string, std::unique_ptr<SupervisedTree>> m_trees;
-    // Empty cgroup2 leaves of finished trees (not killed), handed to the next
-    // launches. A leaf keeps the name of the first row that used it; each row
-    // records the path it ran in, and recovery tears down every leaf of a dead
-    // supervisor's group, whatever its name.
-    std::vector<CgroupLeaf> m_spare_leaves;
-    static constexpr std::size_t k_max_spare_leaves = 8;
-    std::vector<ProcessOutcome> m_finished;      // for take_finished()
-    std::map<std::string, ProcessOutcome> m_done; // for wait() and teardown()
     std::chrono::steady_clock::time_point m_next_heartbeat;
-    std::function<void()> m_while_blocked;
-    std::chrono::steady_clock::time_point m_next_blocked_task{};
-    std::chrono::steady_clock::time_point m_next_log_check;
-    std::set<std::string> m_bounded_logs; // logs already reported as over their limit
     bool m_owns_self_row = false;
+    // Trees whose exit is held (LaunchRequest::hold_exit, and every hook's),
+    // until they finish.
+    std::set<std::string> m_holds_exit;
 
     // A hook's running write is deferred by k_running_write_delay: one that ends
     // before is recorded queued -> exited in one statement (a round trip less per
@@ -353,8 +245,13 @@ private:
     void record_exit(const std::string& row_id, const process_table::EndRecord& end, bool hold);
     // The one row write that may be in flight on m_conn. Every use of m_conn
     // settles it first, and no public member returns with it unsettled, so the
-    // owner always finds the connection idle.
+    // owner always finds the connection idle. wait() and teardown() go on with
+    // a tree's cleanup while its exit write is on its way, and settle before
+    // they return.
     std::optional<PendingStatement> m_in_flight;
+    // The process trees, which report to this (TreeObserver). Declared after
+    // everything its reports touch, so that it goes first.
+    ProcessTrees m_trees;
     // keep_deadlines() while this thread waits for the database. The last
     // member: gone before any other.
     OutageTask m_outage_task{[this] { return keep_deadlines(); }};

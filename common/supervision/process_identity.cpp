@@ -2,7 +2,9 @@
 
 #include "common/base/fd.hpp"
 
+#include <cerrno>
 #include <sstream>
+#include <system_error>
 
 #include <time.h>
 #include <unistd.h>
@@ -18,6 +20,19 @@ std::string read_small_file(const std::string& path, bool& ok)
 }
 
 } // namespace
+
+std::string read_boot_id()
+{
+    bool ok = false;
+    auto id = read_small_file("/proc/sys/kernel/random/boot_id", ok);
+    while (!id.empty() && (id.back() == '\n' || id.back() == ' ' || id.back() == '\r')) {
+        id.pop_back();
+    }
+    if (id.empty()) {
+        throw std::system_error(errno ? errno : ENOENT, std::generic_category(), "read boot_id");
+    }
+    return id;
+}
 
 std::int64_t boottime_ns() noexcept
 {

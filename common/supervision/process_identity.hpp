@@ -30,6 +30,10 @@ struct ProcessIdentity {
     std::optional<std::string> cookie;
 };
 
+// /proc/sys/kernel/random/boot_id, trimmed: changes at every boot, and is part
+// of every process identity. Throws std::system_error if unreadable.
+std::string read_boot_id();
+
 // The fields of /proc/<pid>/stat that supervision needs.
 struct ProcStat {
     char state = '?';

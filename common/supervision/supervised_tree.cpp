@@ -4,11 +4,11 @@
 
 namespace orch {
 
-SupervisedTree::SupervisedTree(std::string row_id, std::string name, Pidfd leader,
+SupervisedTree::SupervisedTree(std::string id, std::string name, Pidfd leader,
                                std::optional<CgroupLeaf> leaf, SweepTarget sweep,
                                std::optional<double> timeout_s, std::filesystem::path stdout_path,
                                std::filesystem::path stderr_path)
-    : m_row_id(std::move(row_id)), m_name(std::move(name)), m_leader(std::move(leader)),
+    : m_id(std::move(id)), m_name(std::move(name)), m_leader(std::move(leader)),
       m_leaf(std::move(leaf)), m_sweep(std::move(sweep)), m_timeout_s(timeout_s),
       m_stdout_path(std::move(stdout_path)), m_stderr_path(std::move(stderr_path))
 {

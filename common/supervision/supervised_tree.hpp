@@ -21,11 +21,11 @@ class SupervisedTree {
 public:
     using Clock = std::chrono::steady_clock;
 
-    SupervisedTree(std::string row_id, std::string name, Pidfd leader, std::optional<CgroupLeaf> leaf,
+    SupervisedTree(std::string id, std::string name, Pidfd leader, std::optional<CgroupLeaf> leaf,
                    SweepTarget sweep, std::optional<double> timeout_s, std::filesystem::path stdout_path,
                    std::filesystem::path stderr_path);
 
-    const std::string& row_id() const noexcept { return m_row_id; }
+    const std::string& id() const noexcept { return m_id; }
     const std::string& name() const noexcept { return m_name; }
     const Pidfd& leader() const noexcept { return m_leader; }
     pid_t pid() const noexcept { return m_leader.pid(); }
@@ -57,27 +57,25 @@ public:
     // Removes the cgroup leaf once empty. Returns false if it is not.
     bool release();
     // Hands over the leaf of an empty tree for another tree to use (see
-    // Supervisor::m_spare_leaves); nullopt without a leaf.
+    // ProcessTrees::m_spare_leaves); nullopt without a leaf.
     std::optional<CgroupLeaf> take_leaf() { return std::exchange(m_leaf, std::nullopt); }
 
     // Remaining share of timeout_s at `now`; nullopt without a timeout.
     std::optional<Clock::duration> remaining(Clock::time_point now) const;
 
-    // Outcome bookkeeping, written by Supervisor.
+    // Outcome bookkeeping, written by ProcessTrees.
     std::string end_reason = "exited";
     bool timed_out = false;
     bool killed = false;
     bool stop_signalled = false; // a SIGTERM was sent while the leader still ran
     // Set once its timeout's SIGTERM is sent: when the SIGKILL of the tree is
-    // due. A wait() after Supervisor::keep_deadlines() goes on from there.
+    // due. A wait() after ProcessTrees::keep_deadlines() goes on from there.
     std::optional<Clock::time_point> kill_at;
-    bool recorded = false; // leader exit stored in the row
     bool claimed = false;  // a wait() or teardown() will collect the outcome
-    bool hold_exit = false; // its exit is held (Supervisor::take_held_exits)
     bool owner_logs = false; // LaunchRequest::owner_logs
 
 private:
-    std::string m_row_id;
+    std::string m_id;
     std::string m_name;
     Pidfd m_leader;
     std::optional<CgroupLeaf> m_leaf;
