@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
@@ -88,8 +89,8 @@ void command_crawls(const CommonOptions& options, const CrawlsOptions& crawls)
     if (!crawls.since.empty()) {
         since = parse_age(crawls.since, "--since");
     }
-    auto db = open_ops_database(options, false);
-    pqxx::read_transaction tx(db.conn());
+    OpsSession session(options, OpsSession::Schema::current);
+    pqxx::read_transaction tx(session.conn());
     auto rows = tx.exec_params(k_query, statuses, outcomes, label, tags, since, crawls.limit);
     tx.commit();
     if (crawls.json || (!crawls.text && !stdout_is_terminal())) {

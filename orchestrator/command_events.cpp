@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
@@ -55,8 +56,8 @@ void command_events(const CommonOptions& options, const EventsOptions& events)
         }
         kinds = array_parameter(events.kinds);
     }
-    auto db = open_ops_database(options, false);
-    pqxx::read_transaction tx(db.conn());
+    OpsSession session(options, OpsSession::Schema::current);
+    pqxx::read_transaction tx(session.conn());
     auto rows = tx.exec_params(k_query, crawl_id, since, kinds, events.limit);
     const bool json = events.json || (!events.text && !stdout_is_terminal());
     if (json) {

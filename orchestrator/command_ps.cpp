@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "common/base/ids.hpp"
 #include "orchestrator/age_option.hpp"
@@ -77,8 +78,8 @@ void command_ps(const CommonOptions& options, const PsOptions& ps)
     const auto states = ps.states.empty() ? std::nullopt : std::optional<std::string>(array_parameter(ps.states));
     // Exited rows are only in the whole history: asking for them implies --all.
     const bool all = ps.all || std::find(ps.states.begin(), ps.states.end(), "exited") != ps.states.end();
-    auto db = open_ops_database(options, false);
-    auto& conn = db.conn();
+    OpsSession session(options, OpsSession::Schema::current);
+    auto& conn = session.conn();
     const bool json_lines = ps.json || (!ps.text && !stdout_is_terminal());
     TextTable table({"TYPE", "ID", "PID", "STATUS", "RUNTIME", "CPU", "EXIT", "WORK"});
     auto add_row = [&table](const nlohmann::json& row) {

@@ -2,7 +2,7 @@
 
 #include "common/base/errors.hpp"
 #include "common/base/ids.hpp"
-#include "common/db/migrate.hpp"
+#include "orchestrator/ops_session.hpp"
 #include "orchestrator/text_options.hpp"
 
 #include <fmt/format.h>
@@ -25,11 +25,11 @@ void for_each_crawl(const CommonOptions& options, const std::vector<std::string>
     for (const auto& id : ids) {
         checked.push_back(require_uuid(id, "crawl id"));
     }
-    auto db = open_ops_database(options, true);
+    OpsSession session(options, OpsSession::Schema::migrated);
     std::vector<std::string> unknown;
     for (const auto& id : checked) {
         try {
-            action(db.conn(), id);
+            action(session.conn(), id);
         } catch (const NotFound& e) {
             if (ids.size() == 1) {
                 throw;
@@ -45,21 +45,6 @@ void for_each_crawl(const CommonOptions& options, const std::vector<std::string>
 }
 
 } // namespace
-
-Database open_ops_database(const CommonOptions& options, bool migrate)
-{
-    // With an external database an operator's command needs no data directory:
-    // asking a server for a status must not leave one behind in the current
-    // directory. The embedded cluster lives in it, so there it is made.
-    const auto data_dir = options.database_url.empty() ? prepare_data_dir(options) : data_dir_path(options);
-    auto db = Database::open(options, data_dir);
-    if (migrate) {
-        apply_migrations(db.conn());
-    } else {
-        require_current_schema(db.conn());
-    }
-    return db;
-}
 
 OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(common)
 {
