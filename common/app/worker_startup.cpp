@@ -9,14 +9,6 @@
 namespace orch {
 namespace {
 
-std::optional<std::string> checked_process_id(const std::string& process_id)
-{
-    if (process_id.empty()) {
-        return std::nullopt;
-    }
-    return require_uuid(process_id, "process id");
-}
-
 // Run between blocking the stop signals and connecting: the outage policy
 // refers to them, and the connection is the first thing it governs.
 std::filesystem::path ride_out_refusals_then_prepare(const StopSignals& stop, const CommonOptions& common)
@@ -30,7 +22,7 @@ std::filesystem::path ride_out_refusals_then_prepare(const StopSignals& stop, co
 } // namespace
 
 WorkerStartup::WorkerStartup(const CommonOptions& common, const std::string& process_id)
-    : m_adopt(checked_process_id(process_id)),
+    : m_adopt(optional_uuid(process_id, "process id")),
       m_machine_override(optional_machine_id(common)),
       m_data_dir(ride_out_refusals_then_prepare(m_stop, common)),
       m_db(Database::open(common, m_data_dir))
