@@ -6,9 +6,9 @@ int main(int argc, char** argv)
     using namespace orch;
     CrawlWorkerOptions options;
     WorkerCommandLine command_line("crawl", "Runs one crawl: its hooks, its snapshots and their workers, then seals it.",
-                                   options.crawl_id, options.process_id);
+                                   options.crawl_id, options);
+    command_line.add_plugins_dir();
     auto& app = command_line.app();
-    app.add_option("--plugins-dir", options.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
     app.add_option("--max-snapshot-workers", options.max_snapshot_workers, "snapshot workers at once (default 8)")
         ->envname("MAX_SNAPSHOT_WORKERS")
         ->check(CLI::Range(1, 256));

@@ -12,11 +12,11 @@ int main(int argc, char** argv)
     WorkerCommandLine command_line("snapshot",
                                    "Runs one snapshot's hooks in step order and seals the snapshot (with --continue, "
                                    "then the crawl's next due ones).",
-                                   options.snapshot_id, options.process_id);
+                                   options.snapshot_id, options);
     auto& app = command_line.app();
     app.add_flag("--continue", options.continue_with_crawl,
                  "then run the crawl's next due snapshots until none is due (internal: for crawl workers)");
-    app.add_option("--plugins-dir", options.plugins_dir, "extra plugins directory")->envname("PLUGINS_DIR");
+    command_line.add_plugins_dir();
     app.add_option("--lease-claimed-at", options.lease_claimed_at_ns,
                    "CLOCK_MONOTONIC ns when the parent leased the snapshot to the row it prepared (internal)")
         ->check(CLI::NonNegativeNumber);
