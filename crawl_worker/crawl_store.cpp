@@ -26,6 +26,35 @@ CrawlStore::CrawlStore(pqxx::connection& conn, std::string crawl_id) : m_conn(co
 {
 }
 
+namespace {
+
+// A row of load()'s statement, by its column numbers.
+CrawlRecord crawl_record(const pqxx::row& row)
+{
+    CrawlRecord c;
+    c.id = row[0].as<std::string>();
+    c.first_url = row[1].as<std::string>();
+    c.max_depth = row[2].as<int>();
+    if (!row[3].is_null()) {
+        c.max_urls = row[3].as<int>();
+    }
+    if (!row[4].is_null()) {
+        c.timeout_s = row[4].as<int>();
+    }
+    c.host_limited = row[10].as<bool>();
+    if (!row[11].is_null()) {
+        c.host_delay_s = row[11].as<double>();
+    }
+    c.status = row[5].as<std::string>();
+    c.config = nlohmann::json::parse(row[6].as<std::string>());
+    c.cancel_requested = row[7].as<bool>();
+    c.started_seconds_ago = row[8].as<double>();
+    c.url_count = row[9].as<long>();
+    return c;
+}
+
+} // namespace
+
 std::optional<CrawlRecord> CrawlStore::load()
 {
     return ride_out_transaction(m_conn, [&](pqxx::read_transaction& tx) -> std::optional<CrawlRecord> {
@@ -40,27 +69,7 @@ std::optional<CrawlRecord> CrawlStore::load()
         if (r.empty()) {
             return std::nullopt;
         }
-        const auto& row = r[0];
-        CrawlRecord c;
-        c.id = row[0].as<std::string>();
-        c.first_url = row[1].as<std::string>();
-        c.max_depth = row[2].as<int>();
-        if (!row[3].is_null()) {
-            c.max_urls = row[3].as<int>();
-        }
-        if (!row[4].is_null()) {
-            c.timeout_s = row[4].as<int>();
-        }
-        c.host_limited = row[10].as<bool>();
-        if (!row[11].is_null()) {
-            c.host_delay_s = row[11].as<double>();
-        }
-        c.status = row[5].as<std::string>();
-        c.config = nlohmann::json::parse(row[6].as<std::string>());
-        c.cancel_requested = row[7].as<bool>();
-        c.started_seconds_ago = row[8].as<double>();
-        c.url_count = row[9].as<long>();
-        return c;
+        return crawl_record(r[0]);
     });
 }
 

@@ -1,5 +1,6 @@
 #include "crawl_worker/crawl_worker.hpp"
 
+#include "common/app/worker_startup.hpp"
 #include "common/supervision/containment.hpp"
 #include "common/work/crawl_config_check.hpp"
 #include "common/db/database.hpp"
@@ -56,21 +57,12 @@ void give_back_after_failure(pqxx::connection& conn, std::optional<Lease>& lease
 ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions& options)
 {
     auto crawl_id = require_uuid(options.crawl_id, "crawl id");
-    std::optional<std::string> adopt;
-    if (!options.process_id.empty()) {
-        adopt = require_uuid(options.process_id, "process id");
-    }
-    StopSignals stop;
-    // Spawned by a supervisor, whose connection worked a moment ago: a server
-    // that refuses us is in an outage, not a wrong URL, and is waited for like
-    // one (database_outage.hpp). Run by hand, a refusal ends the run at once.
-    if (started_by_supervisor()) {
-        set_outage_policy(stoppable_outage_policy(stop));
-    }
-    auto data_dir = prepare_data_dir(common);
-    auto db = Database::open(common, data_dir);
+    WorkerStartup startup(common, options.process_id);
+    const auto& adopt = startup.adopt();
+    auto& stop = startup.stop();
+    const auto& data_dir = startup.data_dir();
+    auto& db = startup.database();
     auto& conn = db.conn();
-    require_current_schema(conn);
     log::set_context("crawl", crawl_id);
 
     CrawlStore store(conn, crawl_id);
@@ -96,9 +88,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     // Every setting is read before anything is written: a bad one changes nothing.
     // The snapshot workers' too: they inherit our environment, and each of them
     // would refuse its snapshot in turn.
-    check_settings();
     // From here on a lost connection is waited for (database_outage.hpp), hooks and workers running on.
-    set_outage_policy(stoppable_outage_policy(stop));
+    startup.check_settings();
     // Plugin problems surface here, before the crawl is claimed. The machine's own
     // (a config.json, a plugin) throw and leave the crawl due: fixing the machine
     // fixes every crawl. The crawl's own (its URL patterns, a plugin value its
@@ -122,17 +113,12 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     const auto host_rules = machine_host_rules();
     apply_host_rules(conn, host_rules);
 
-    auto machine = detect_machine(optional_machine_id(common));
-    set_event_machine_id(machine.id);
-    register_machine(conn, machine, std::nullopt);
     SelfRegistration reg;
-    reg.machine_id = machine.id;
-    reg.adopt_id = adopt;
     reg.worker_type = "crawl";
     reg.crawl_id = crawl_id;
-    reg.data_dir = data_dir.string();
-    auto self = register_self(conn, reg);
-    log::set_context("self", self.id);
+    const auto& self = startup.register_self(reg);
+    const auto& machine = startup.machine();
+    set_event_machine_id(machine.id);
 
     ExitCode code = ExitCode::internal_error;
     std::optional<Lease> lease;
@@ -149,13 +135,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         started.process_id = self.id;
         started.detail = {{"attempt", lease->attempts()}, {"pid", ::getpid()}};
         record_event(conn, "crawl_worker", started);
-        SupervisorOptions sup;
-        sup.machine_id = machine.id;
-        sup.self_row_id = self.id;
-        sup.containment.scope = containment_scope(data_dir.string());
-        sup.teardown_grace = grace;
-        sup.max_log_bytes = max_log_bytes;
-        sup.stop_signals = &stop;
+        const auto sup = startup.supervisor_options(grace, max_log_bytes);
         Supervisor supervisor(conn, sup);
 
         CrawlRun::Context ctx;

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/app/worker_command_line.hpp"
 #include "common/config/cli_options.hpp"
 #include "common/base/exit_codes.hpp"
 
@@ -7,10 +8,8 @@
 
 namespace orch {
 
-struct CrawlWorkerOptions {
+struct CrawlWorkerOptions : WorkerArguments {
     std::string crawl_id;
-    std::string process_id;        // row prepared by the parent to adopt; empty = register itself
-    std::string plugins_dir;       // extra user plugins (PLUGINS_DIR)
     int max_snapshot_workers = 8;  // snapshot workers of this crawl at once
 };
 

@@ -50,4 +50,12 @@ std::string parse_age(const std::string& text, const std::string& option)
                                    option, text));
 }
 
+std::optional<std::string> optional_age(const std::string& text, const std::string& option)
+{
+    if (text.empty()) {
+        return std::nullopt;
+    }
+    return parse_age(text, option);
+}
+
 } // namespace orch

@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 
 namespace orch {
@@ -10,5 +11,8 @@ namespace orch {
 // a positive whole number followed by one of the units s, m, h, d, w, or is
 // longer than 100 years (36525d).
 std::string parse_age(const std::string& text, const std::string& option);
+
+// An age option that may be absent (empty: not given): nullopt, else parse_age().
+std::optional<std::string> optional_age(const std::string& text, const std::string& option);
 
 } // namespace orch

@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
 
@@ -35,12 +36,9 @@ constexpr const char* k_seal_crawl =
 
 void cancel_crawl(pqxx::connection& conn, const std::string& id)
 {
-    conn.prepare("cancel_lock", k_lock);
-    conn.prepare("cancel_live_snapshot_leases", k_live_snapshot_leases);
-    conn.prepare("cancel_request", k_request);
-    conn.prepare("cancel_fail_results", k_fail_results);
-    conn.prepare("cancel_seal_snapshots", k_seal_snapshots);
-    conn.prepare("cancel_seal_crawl", k_seal_crawl);
+    prepare_statements(conn, {{"cancel_lock", k_lock}, {"cancel_live_snapshot_leases", k_live_snapshot_leases},
+                              {"cancel_request", k_request}, {"cancel_fail_results", k_fail_results},
+                              {"cancel_seal_snapshots", k_seal_snapshots}, {"cancel_seal_crawl", k_seal_crawl}});
 
     pqxx::work tx(conn);
     auto row = tx.exec_prepared("cancel_lock", id);

@@ -1,5 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/listing_output.hpp"
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "orchestrator/age_option.hpp"
 #include "orchestrator/table_format.hpp"
@@ -84,29 +86,20 @@ void command_crawls(const CommonOptions& options, const CrawlsOptions& crawls)
     if (!crawls.tags.empty()) {
         tags = array_parameter(crawls.tags);
     }
-    std::optional<std::string> since;
-    if (!crawls.since.empty()) {
-        since = parse_age(crawls.since, "--since");
-    }
-    auto db = open_ops_database(options, false);
-    pqxx::read_transaction tx(db.conn());
+    const auto since = optional_age(crawls.since, "--since");
+    OpsSession session(options, OpsSession::Schema::current);
+    pqxx::read_transaction tx(session.conn());
     auto rows = tx.exec_params(k_query, statuses, outcomes, label, tags, since, crawls.limit);
     tx.commit();
-    if (crawls.json || (!crawls.text && !stdout_is_terminal())) {
-        for (const auto& row : rows) {
-            std::cout << row[0].c_str() << '\n';
-        }
+    if (json_lines_wanted(crawls.json, crawls.text)) {
+        print_json_lines(std::cout, rows);
         return;
     }
     if (rows.empty()) {
         std::cout << "no crawls\n";
         return;
     }
-    std::vector<nlohmann::json> list;
-    for (const auto& row : rows) {
-        list.push_back(nlohmann::json::parse(row[0].c_str()));
-    }
-    print_table(list);
+    print_table(parsed_json_rows(rows));
 }
 
 } // namespace orch

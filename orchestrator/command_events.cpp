@@ -1,5 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/listing_output.hpp"
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
@@ -33,14 +35,8 @@ const std::string k_query = std::string("SELECT j FROM (SELECT e.id, ") + k_even
 
 void command_events(const CommonOptions& options, const EventsOptions& events)
 {
-    std::optional<std::string> crawl_id;
-    if (!events.crawl_id.empty()) {
-        crawl_id = require_uuid(events.crawl_id, "crawl id");
-    }
-    std::optional<std::string> since;
-    if (!events.since.empty()) {
-        since = parse_age(events.since, "--since");
-    }
+    const auto crawl_id = optional_uuid(events.crawl_id, "crawl id");
+    const auto since = optional_age(events.since, "--since");
     std::optional<std::string> kinds;
     if (!events.kinds.empty()) {
         for (const auto& wanted : events.kinds) {
@@ -55,25 +51,19 @@ void command_events(const CommonOptions& options, const EventsOptions& events)
         }
         kinds = array_parameter(events.kinds);
     }
-    auto db = open_ops_database(options, false);
-    pqxx::read_transaction tx(db.conn());
+    OpsSession session(options, OpsSession::Schema::current);
+    pqxx::read_transaction tx(session.conn());
     auto rows = tx.exec_params(k_query, crawl_id, since, kinds, events.limit);
-    const bool json = events.json || (!events.text && !stdout_is_terminal());
+    const bool json = json_lines_wanted(events.json, events.text);
     if (json) {
-        for (const auto& row : rows) {
-            std::cout << row[0].c_str() << '\n';
-        }
+        print_json_lines(std::cout, rows);
         return;
     }
     if (rows.empty()) {
         std::cout << "no events\n";
         return;
     }
-    auto list = nlohmann::json::array();
-    for (const auto& row : rows) {
-        list.push_back(nlohmann::json::parse(row[0].c_str()));
-    }
-    print_event_table(std::cout, list, true);
+    print_event_table(std::cout, parsed_json_rows(rows), true);
 }
 
 } // namespace orch

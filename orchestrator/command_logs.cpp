@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/base/fd.hpp"
 #include "common/base/ids.hpp"
@@ -134,10 +135,9 @@ std::string tail_lines(const std::string& text, long lines)
 void command_logs(const CommonOptions& options, const LogsOptions& logs)
 {
     auto id = require_uuid(logs.process_id, "process id");
-    auto db = open_ops_database(options, false);
-    auto& conn = db.conn();
-    conn.prepare("logs_row", k_row_query);
-    conn.prepare("logs_status", k_status_query);
+    OpsSession session(options, OpsSession::Schema::current,
+                       {{"logs_row", k_row_query}, {"logs_status", k_status_query}});
+    auto& conn = session.conn();
     std::string status;
     std::optional<std::string> path;
     std::optional<std::string> stored_tail;

@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
 
@@ -58,9 +59,9 @@ void command_create_reader_role(const CommonOptions& options, const ReaderRoleOp
     if (!role.password_file.empty()) {
         password = read_password(role.password_file);
     }
-    auto db = open_ops_database(options, true);
-    auto& conn = db.conn();
-    conn.prepare("role_exists", "SELECT 1 FROM pg_roles WHERE rolname = $1");
+    OpsSession session(options, OpsSession::Schema::migrated,
+                       {{"role_exists", "SELECT 1 FROM pg_roles WHERE rolname = $1"}});
+    auto& conn = session.conn();
     pqxx::work tx(conn);
     auto name = tx.quote_name(role.role_name);
     bool exists = !tx.exec_prepared("role_exists", role.role_name).empty();

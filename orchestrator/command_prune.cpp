@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/db/event_journal.hpp"
 #include "orchestrator/age_option.hpp"
 
@@ -26,14 +27,14 @@ constexpr const char* k_candidates =
 void command_prune(const CommonOptions& options, const PruneOptions& prune)
 {
     auto age = parse_age(prune.older_than, "--older-than");
-    auto db = open_ops_database(options, true);
-    auto& conn = db.conn();
-    conn.prepare("prune_count", fmt::format("SELECT count(*) FROM process p WHERE {}", k_candidates));
     // Children of a deleted row keep their history; parent_id becomes NULL (trigger process_unparent).
-    conn.prepare("prune_batch", fmt::format("DELETE FROM process WHERE id IN ("
-                                            "  SELECT p.id FROM process p WHERE {} LIMIT $2 FOR UPDATE SKIP LOCKED) "
-                                            "RETURNING stdout_path, stderr_path",
-                                            k_candidates));
+    OpsSession session(options, OpsSession::Schema::migrated,
+                       {{"prune_count", fmt::format("SELECT count(*) FROM process p WHERE {}", k_candidates)},
+                        {"prune_batch", fmt::format("DELETE FROM process WHERE id IN ("
+                                                    "  SELECT p.id FROM process p WHERE {} LIMIT $2 FOR UPDATE SKIP "
+                                                    "LOCKED) RETURNING stdout_path, stderr_path",
+                                                    k_candidates)}});
+    auto& conn = session.conn();
     if (prune.dry_run) {
         pqxx::read_transaction tx(conn);
         auto n = tx.exec_prepared1("prune_count", age)[0].as<long>();

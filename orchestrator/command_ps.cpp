@@ -1,5 +1,7 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/listing_output.hpp"
+#include "orchestrator/ops_session.hpp"
 #include "common/db/array_parameter.hpp"
 #include "common/base/ids.hpp"
 #include "orchestrator/age_option.hpp"
@@ -65,21 +67,15 @@ std::string work_of(const nlohmann::json& row)
 
 void command_ps(const CommonOptions& options, const PsOptions& ps)
 {
-    std::optional<std::string> crawl_id;
-    if (!ps.crawl_id.empty()) {
-        crawl_id = require_uuid(ps.crawl_id, "crawl id");
-    }
-    std::optional<std::string> since;
-    if (!ps.since.empty()) {
-        since = parse_age(ps.since, "--since");
-    }
+    const auto crawl_id = optional_uuid(ps.crawl_id, "crawl id");
+    const auto since = optional_age(ps.since, "--since");
     // The --state values (members of a fixed set) as one text[] parameter.
     const auto states = ps.states.empty() ? std::nullopt : std::optional<std::string>(array_parameter(ps.states));
     // Exited rows are only in the whole history: asking for them implies --all.
     const bool all = ps.all || std::find(ps.states.begin(), ps.states.end(), "exited") != ps.states.end();
-    auto db = open_ops_database(options, false);
-    auto& conn = db.conn();
-    const bool json_lines = ps.json || (!ps.text && !stdout_is_terminal());
+    OpsSession session(options, OpsSession::Schema::current);
+    auto& conn = session.conn();
+    const bool json_lines = json_lines_wanted(ps.json, ps.text);
     TextTable table({"TYPE", "ID", "PID", "STATUS", "RUNTIME", "CPU", "EXIT", "WORK"});
     auto add_row = [&table](const nlohmann::json& row) {
         auto depth = row["depth"].get<int>();

@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
 #include "common/base/ids.hpp"
@@ -53,16 +54,11 @@ constexpr const char* k_requeue_crawl =
 void command_retry(const CommonOptions& options, const std::string& raw_id)
 {
     auto id = require_uuid(raw_id, "snapshot or crawl id");
-    auto db = open_ops_database(options, true);
-    auto& conn = db.conn();
-    conn.prepare("retry_crawl_of_snapshot", k_crawl_of_snapshot);
-    conn.prepare("retry_lock_crawl", k_lock_crawl);
-    conn.prepare("retry_lock_snapshots", k_lock_snapshots);
-    conn.prepare("retry_requeue_results", k_requeue_results);
-    conn.prepare("retry_requeue_snapshots", k_requeue_snapshots);
-    conn.prepare("retry_requeue_crawl", k_requeue_crawl);
-
-    pqxx::work tx(conn);
+    OpsSession session(options, OpsSession::Schema::migrated,
+                       {{"retry_crawl_of_snapshot", k_crawl_of_snapshot}, {"retry_lock_crawl", k_lock_crawl},
+                        {"retry_lock_snapshots", k_lock_snapshots}, {"retry_requeue_results", k_requeue_results},
+                        {"retry_requeue_snapshots", k_requeue_snapshots}, {"retry_requeue_crawl", k_requeue_crawl}});
+    pqxx::work tx(session.conn());
     std::string crawl_id = id;
     std::optional<std::string> snapshot_id;
     if (auto r = tx.exec_prepared("retry_crawl_of_snapshot", id); !r.empty()) {

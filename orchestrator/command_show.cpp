@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/base/ids.hpp"
 #include "orchestrator/event_table.hpp"
@@ -236,15 +237,11 @@ void command_show(const CommonOptions& options, const ShowOptions& show)
 {
     bool crawl = show.kind == "crawl";
     auto id = require_uuid(show.id, crawl ? "crawl id" : "snapshot id");
-    auto db = open_ops_database(options, false);
-    auto& conn = db.conn();
-    conn.prepare("show_crawl", k_crawl);
-    conn.prepare("show_crawl_hooks", k_crawl_hooks);
-    conn.prepare("show_crawl_events", k_crawl_events);
-    conn.prepare("show_crawl_hosts", k_crawl_hosts);
-    conn.prepare("show_snapshot", k_snapshot);
-    conn.prepare("show_snapshot_hooks", k_snapshot_hooks);
-    pqxx::read_transaction tx(conn);
+    OpsSession session(options, OpsSession::Schema::current,
+                       {{"show_crawl", k_crawl}, {"show_crawl_hooks", k_crawl_hooks}, {"show_crawl_events", k_crawl_events},
+                        {"show_crawl_hosts", k_crawl_hosts}, {"show_snapshot", k_snapshot},
+                        {"show_snapshot_hooks", k_snapshot_hooks}});
+    pqxx::read_transaction tx(session.conn());
     auto item = one_json(tx, crawl ? "show_crawl" : "show_snapshot", id);
     if (item.is_null()) {
         throw NotFound(fmt::format("{} {} not found", show.kind, id));

@@ -1,5 +1,6 @@
 #include "orchestrator/ops_commands.hpp"
 
+#include "orchestrator/ops_session.hpp"
 #include "common/db/machine.hpp"
 #include "common/supervision/process_identity.hpp"
 #include "orchestrator/event_table.hpp"
@@ -129,17 +130,13 @@ void print_active_crawls(const nlohmann::json& crawls)
 
 LsbStatus command_status(const CommonOptions& options, const StatusOptions& status)
 {
-    auto db = open_ops_database(options, false);
-    auto& conn = db.conn();
+    OpsSession session(options, OpsSession::Schema::current,
+                       {{"status_orchestrators", k_orchestrators}, {"status_queue_counts", k_queue_counts},
+                        {"status_running", k_running}, {"status_active_crawls", k_active_crawls},
+                        {"status_recent_failures", k_recent_failures}, {"status_recent_events", k_recent_events}});
     auto machine = detect_machine(optional_machine_id(options));
     auto boot_id = read_boot_id();
-    conn.prepare("status_orchestrators", k_orchestrators);
-    conn.prepare("status_queue_counts", k_queue_counts);
-    conn.prepare("status_running", k_running);
-    conn.prepare("status_active_crawls", k_active_crawls);
-    conn.prepare("status_recent_failures", k_recent_failures);
-    conn.prepare("status_recent_events", k_recent_events);
-    pqxx::read_transaction tx(conn);
+    pqxx::read_transaction tx(session.conn());
 
     LsbStatus result = LsbStatus::not_running;
     nlohmann::json orchestrators = nlohmann::json::array();

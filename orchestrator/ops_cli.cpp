@@ -2,7 +2,8 @@
 
 #include "common/base/errors.hpp"
 #include "common/base/ids.hpp"
-#include "common/db/migrate.hpp"
+#include "orchestrator/listing_output.hpp"
+#include "orchestrator/ops_session.hpp"
 #include "orchestrator/text_options.hpp"
 
 #include <fmt/format.h>
@@ -25,11 +26,11 @@ void for_each_crawl(const CommonOptions& options, const std::vector<std::string>
     for (const auto& id : ids) {
         checked.push_back(require_uuid(id, "crawl id"));
     }
-    auto db = open_ops_database(options, true);
+    OpsSession session(options, OpsSession::Schema::migrated);
     std::vector<std::string> unknown;
     for (const auto& id : checked) {
         try {
-            action(db.conn(), id);
+            action(session.conn(), id);
         } catch (const NotFound& e) {
             if (ids.size() == 1) {
                 throw;
@@ -46,21 +47,6 @@ void for_each_crawl(const CommonOptions& options, const std::vector<std::string>
 
 } // namespace
 
-Database open_ops_database(const CommonOptions& options, bool migrate)
-{
-    // With an external database an operator's command needs no data directory:
-    // asking a server for a status must not leave one behind in the current
-    // directory. The embedded cluster lives in it, so there it is made.
-    const auto data_dir = options.database_url.empty() ? prepare_data_dir(options) : data_dir_path(options);
-    auto db = Database::open(options, data_dir);
-    if (migrate) {
-        apply_migrations(db.conn());
-    } else {
-        require_current_schema(db.conn());
-    }
-    return db;
-}
-
 OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(common)
 {
     m_status = app.add_subcommand("status", "is an orchestrator running here; queues, workers, recent failures "
@@ -68,8 +54,7 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_status->add_flag("--json", m_status_options.json, "one JSON object");
 
     m_ps = app.add_subcommand("ps", "the process tree from the process table (JSON lines when not on a terminal)");
-    auto* ps_json = m_ps->add_flag("--json", m_ps_options.json, "JSON lines");
-    m_ps->add_flag("--text", m_ps_options.text, "the table even when stdout is not a terminal")->excludes(ps_json);
+    add_listing_format_flags(*m_ps, m_ps_options.json, m_ps_options.text);
     m_ps->add_flag("--all,-a", m_ps_options.all, "include exited processes");
     m_ps->add_option("--since", m_ps_options.since,
                      "rows alive at some moment in this window (30m, 2h, 1d), exited or not, in their trees: "
@@ -93,9 +78,7 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
 
     m_crawls = app.add_subcommand("crawls", "the newest crawls first, with their snapshot counts (JSON lines when "
                                             "not on a terminal)");
-    auto* crawls_json = m_crawls->add_flag("--json", m_crawls_options.json, "JSON lines");
-    m_crawls->add_flag("--text", m_crawls_options.text, "the table even when stdout is not a terminal")
-        ->excludes(crawls_json);
+    add_listing_format_flags(*m_crawls, m_crawls_options.json, m_crawls_options.text);
     m_crawls->add_option("--status", m_crawls_options.statuses, "only crawls in this state (repeatable)")
         ->check(CLI::IsMember({"queued", "started", "paused", "sealed"}));
     m_crawls->add_option("--outcome", m_crawls_options.outcomes, "only sealed crawls that ended so (repeatable)")
@@ -128,9 +111,7 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
 
     m_events = app.add_subcommand("events", "the event journal: operator actions and what the processes decided "
                                             "(JSON lines when not on a terminal)");
-    auto* events_json = m_events->add_flag("--json", m_events_options.json, "JSON lines");
-    m_events->add_flag("--text", m_events_options.text, "the table even when stdout is not a terminal")
-        ->excludes(events_json);
+    add_listing_format_flags(*m_events, m_events_options.json, m_events_options.text);
     m_events->add_option("--crawl-id", m_events_options.crawl_id, "only this crawl's events");
     m_events->add_option("--since", m_events_options.since, "only the events of this window (30m, 2h, 1d)");
     m_events->add_option("--kind", m_events_options.kinds,

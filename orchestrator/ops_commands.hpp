@@ -146,13 +146,3 @@ private:
 };
 
 } // namespace orch
-
-#include "common/db/database.hpp"
-
-namespace orch {
-
-// The database connection of an ops command. Read-only commands (`migrate` false)
-// require the current schema and never migrate; the others apply migrations first.
-Database open_ops_database(const CommonOptions& options, bool migrate);
-
-} // namespace orch

@@ -40,9 +40,7 @@ SnapshotRun::Context context_for(const WorkerScope& scope, const SnapshotRecord&
 {
     SnapshotRun::Context ctx;
     ctx.snapshot = snapshot;
-    ctx.data_dir = scope.data_dir;
     ctx.snap_dir = scope.data_dir / "snapshots" / snapshot.id;
-    ctx.crawl_dir = scope.data_dir / "crawls" / snapshot.crawl_id;
     ctx.parallelism = scope.parallelism;
     ctx.teardown_grace = scope.teardown_grace;
     return ctx;

@@ -27,9 +27,7 @@ class SnapshotRun {
 public:
     struct Context {
         SnapshotRecord snapshot;
-        std::filesystem::path data_dir;
-        std::filesystem::path snap_dir;
-        std::filesystem::path crawl_dir;
+        std::filesystem::path snap_dir; // the hooks' output directories are under it
         std::size_t parallelism = 1;
         std::chrono::milliseconds teardown_grace{10'000};
         // Launch requests whose rows the caller reserved already

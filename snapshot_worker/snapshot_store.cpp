@@ -46,9 +46,32 @@ SnapshotStore::SnapshotStore(pqxx::connection& conn, std::string snapshot_id, st
 {
 }
 
+namespace {
+
+// A row of load()'s statement, by its column numbers.
+SnapshotRecord snapshot_record(const pqxx::row& row)
+{
+    SnapshotRecord rec;
+    rec.id = row[0].as<std::string>();
+    rec.crawl_id = row[1].as<std::string>();
+    rec.url = row[2].as<std::string>();
+    rec.depth = row[3].as<int>();
+    rec.status = row[4].as<std::string>();
+    rec.max_depth = row[5].as<int>();
+    if (!row[6].is_null()) {
+        rec.max_urls = row[6].as<int>();
+    }
+    rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
+    rec.crawl_cancelled = row[8].as<bool>();
+    rec.host_limited = row[9].as<bool>();
+    return rec;
+}
+
+} // namespace
+
 std::optional<SnapshotRecord> SnapshotStore::load()
 {
-    return ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::optional<SnapshotRecord> {
+    auto rec = ride_out_transaction(m_conn, [&](pqxx::nontransaction& tx) -> std::optional<SnapshotRecord> {
         // One statement: autocommit, no BEGIN/ROLLBACK round trips.
         auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
                                 "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
@@ -58,23 +81,12 @@ std::optional<SnapshotRecord> SnapshotStore::load()
         if (r.empty()) {
             return std::nullopt;
         }
-        const auto& row = r[0];
-        SnapshotRecord rec;
-        rec.id = row[0].as<std::string>();
-        rec.crawl_id = row[1].as<std::string>();
-        rec.url = row[2].as<std::string>();
-        rec.depth = row[3].as<int>();
-        rec.status = row[4].as<std::string>();
-        rec.max_depth = row[5].as<int>();
-        if (!row[6].is_null()) {
-            rec.max_urls = row[6].as<int>();
-        }
-        rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
-        rec.crawl_cancelled = row[8].as<bool>();
-        rec.host_limited = row[9].as<bool>();
-        m_crawl_id = rec.crawl_id;
-        return rec;
+        return snapshot_record(r[0]);
     });
+    if (rec) {
+        m_crawl_id = rec->crawl_id;
+    }
+    return rec;
 }
 
 void SnapshotStore::require(const pqxx::result& r, const char* what) const

@@ -1,5 +1,6 @@
 #include "snapshot_worker/snapshot_worker.hpp"
 
+#include "common/app/worker_startup.hpp"
 #include "common/supervision/containment.hpp"
 #include "common/db/database.hpp"
 #include "common/db/database_outage.hpp"
@@ -38,21 +39,10 @@ namespace orch {
 ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOptions& options)
 {
     auto snapshot_id = require_uuid(options.snapshot_id, "snapshot id");
-    std::optional<std::string> adopt;
-    if (!options.process_id.empty()) {
-        adopt = require_uuid(options.process_id, "process id");
-    }
-    StopSignals stop;
-    // Spawned by a supervisor, whose connection worked a moment ago: a server
-    // that refuses us is in an outage, not a wrong URL, and is waited for like
-    // one (database_outage.hpp). Run by hand, a refusal ends the run at once.
-    if (started_by_supervisor()) {
-        set_outage_policy(stoppable_outage_policy(stop));
-    }
-    auto data_dir = prepare_data_dir(common);
-    auto db = Database::open(common, data_dir);
-    auto& conn = db.conn();
-    require_current_schema(conn);
+    WorkerStartup startup(common, options.process_id);
+    auto& stop = startup.stop();
+    const auto& data_dir = startup.data_dir();
+    auto& conn = startup.conn();
     log::set_context("snapshot", snapshot_id);
 
     auto store = std::make_unique<SnapshotStore>(conn, snapshot_id);
@@ -76,9 +66,8 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         scope.hooks.push_back(HookSetup{std::move(h.hook), std::move(h.config), std::move(env)});
     }
     // All of them, also those only a crawl worker reads: one rule for every executable.
-    check_settings();
     // From here on a lost connection is waited for (database_outage.hpp), hooks running on.
-    set_outage_policy(stoppable_outage_policy(stop));
+    startup.check_settings();
     UrlFilter filter(snapshot->crawl_config);
     scope.filter = &filter;
     scope.parallelism = static_cast<std::size_t>(read_int_setting(setting::hook_parallelism));
@@ -101,17 +90,11 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
                            ? 1
                            : read_int_setting(setting::snapshot_worker_batch);
 
-    auto machine = detect_machine(optional_machine_id(common));
-    register_machine(conn, machine, std::nullopt);
     SelfRegistration reg;
-    reg.machine_id = machine.id;
-    reg.adopt_id = adopt;
     reg.worker_type = "snapshot";
     reg.crawl_id = snapshot->crawl_id;
     reg.snapshot_id = snapshot_id;
-    reg.data_dir = data_dir.string();
-    auto self = register_self(conn, reg);
-    log::set_context("self", self.id);
+    const auto& self = startup.register_self(reg);
     if (options.continue_with_crawl && !self.parent_id) {
         close_self(conn, self, to_int(ExitCode::usage));
         throw Error(ExitCode::usage, "--continue is for snapshot workers started by a crawl worker (their process "
@@ -140,14 +123,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
             close_self(conn, self, to_int(code));
             return code;
         }
-        SupervisorOptions sup;
-        sup.machine_id = machine.id;
-        sup.self_row_id = self.id;
-        sup.containment.scope = containment_scope(data_dir.string());
-        sup.teardown_grace = scope.teardown_grace;
-        sup.max_log_bytes = max_log_bytes;
-        sup.stop_signals = &stop;
-        Supervisor supervisor(conn, sup);
+        Supervisor supervisor(conn, startup.supervisor_options(scope.teardown_grace, max_log_bytes));
         SnapshotBatch batch(conn, supervisor);
         // On the way out, whatever the batch holds: the held seals are written
         // (their snapshots ran to their end), the claims not started go back.

@@ -1,5 +1,6 @@
 #pragma once
 
+#include "common/app/worker_command_line.hpp"
 #include "common/config/cli_options.hpp"
 #include "common/base/exit_codes.hpp"
 
@@ -8,10 +9,8 @@
 
 namespace orch {
 
-struct SnapshotWorkerOptions {
+struct SnapshotWorkerOptions : WorkerArguments {
     std::string snapshot_id;
-    std::string process_id;   // row prepared by the parent to adopt; empty = register itself
-    std::string plugins_dir;  // extra user plugins (PLUGINS_DIR)
     // After the first snapshot, keep claiming the crawl's next due snapshots for
     // ourselves (fenced on the parent crawl worker's crawl lease) until none is
     // due: one process and one connection serve many snapshots. Only for a worker

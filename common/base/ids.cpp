@@ -37,4 +37,12 @@ std::string require_uuid(std::string_view text, std::string_view what)
     return out;
 }
 
+std::optional<std::string> optional_uuid(std::string_view text, std::string_view what)
+{
+    if (text.empty()) {
+        return std::nullopt;
+    }
+    return require_uuid(text, what);
+}
+
 } // namespace orch

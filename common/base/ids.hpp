@@ -1,5 +1,6 @@
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -10,5 +11,9 @@ bool is_uuid(std::string_view text);
 
 // Returns `text` lower-cased if it is a UUID; throws InvalidInput naming `what` otherwise.
 std::string require_uuid(std::string_view text, std::string_view what);
+
+// An optional id (an option not given is empty): nullopt when `text` is empty,
+// else require_uuid(text, what).
+std::optional<std::string> optional_uuid(std::string_view text, std::string_view what);
 
 } // namespace orch

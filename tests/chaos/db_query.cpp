@@ -7,27 +7,6 @@
 
 namespace orch::chaos {
 
-std::vector<Row> query(const std::string& url, const std::string& sql)
-{
-    pqxx::connection conn(url);
-    pqxx::nontransaction tx(conn);
-    std::vector<Row> out;
-    for (const auto& row : tx.exec(sql)) {
-        Row cols;
-        for (const auto& f : row) {
-            cols.push_back(f.is_null() ? std::string() : f.as<std::string>());
-        }
-        out.push_back(std::move(cols));
-    }
-    return out;
-}
-
-std::string scalar(const std::string& url, const std::string& sql)
-{
-    auto rows = query(url, sql);
-    return rows.empty() || rows[0].empty() ? std::string() : rows[0][0];
-}
-
 std::vector<Row> query_retry(const std::string& url, const std::string& sql, int seconds)
 {
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);

@@ -1,17 +1,17 @@
 #pragma once
 
+#include "tests/support/db_query.hpp"
+
 #include <string>
 #include <vector>
 
 namespace orch::chaos {
 
-using Row = std::vector<std::string>;
-
-// One short-lived connection per call, so a PostgreSQL restart between calls is
-// harmless. Every column comes back as text ("" for NULL). Throws pqxx errors.
-std::vector<Row> query(const std::string& url, const std::string& sql);
-// First column of the first row ("" when NULL or no row).
-std::string scalar(const std::string& url, const std::string& sql);
+// query(url, sql) and scalar(url, sql): one short-lived connection per call
+// (tests/support/db_query.hpp).
+using test::query;
+using test::Row;
+using test::scalar;
 // `query`, retried for up to `seconds` while the server is unreachable.
 std::vector<Row> query_retry(const std::string& url, const std::string& sql, int seconds);
 

@@ -1,5 +1,6 @@
 #include "tests/crawl/crawl_fixture.hpp"
 
+#include "tests/support/db_query.hpp"
 #include "tests/support/command_runner.hpp"
 
 #include <catch2/catch.hpp>
@@ -244,32 +245,17 @@ std::unique_ptr<CrawlWorkerProcess> CrawlFixture::run(const std::string& crawl_i
 
 std::string CrawlFixture::scalar(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    auto r = tx.exec(sql);
-    if (r.empty() || r[0][0].is_null()) {
-        return {};
-    }
-    return r[0][0].as<std::string>();
+    return test::scalar(conn(), sql);
 }
 
 std::vector<std::vector<std::string>> CrawlFixture::rows(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    std::vector<std::vector<std::string>> out;
-    for (const auto& row : tx.exec(sql)) {
-        std::vector<std::string> cols;
-        for (const auto& f : row) {
-            cols.push_back(f.is_null() ? std::string() : f.as<std::string>());
-        }
-        out.push_back(std::move(cols));
-    }
-    return out;
+    return query(conn(), sql);
 }
 
 void CrawlFixture::exec(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    tx.exec(sql);
+    execute(conn(), sql);
 }
 
 std::string CrawlFixture::quote(const std::string& text)

@@ -1,5 +1,6 @@
 #include "tests/ops/ops_fixture.hpp"
 
+#include "tests/support/db_query.hpp"
 #include "common/db/machine.hpp"
 #include "common/supervision/process_identity.hpp"
 
@@ -101,17 +102,12 @@ CommandResult OpsTree::run(std::vector<std::string> args) const
 
 void OpsTree::exec(const std::string& sql) const
 {
-    auto conn = m_db.connect();
-    pqxx::nontransaction tx(*conn);
-    tx.exec0(sql);
+    execute(*m_db.connect(), sql);
 }
 
 std::string OpsTree::scalar(const std::string& sql) const
 {
-    auto conn = m_db.connect();
-    pqxx::nontransaction tx(*conn);
-    auto f = tx.exec1(sql)[0];
-    return f.is_null() ? "NULL" : f.as<std::string>();
+    return value(*m_db.connect(), sql).value_or("NULL");
 }
 
 std::vector<std::string> lines_of(const std::string& text)

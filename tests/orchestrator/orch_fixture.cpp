@@ -1,5 +1,6 @@
 #include "tests/orchestrator/orch_fixture.hpp"
 
+#include "tests/support/db_query.hpp"
 #include "tests/support/command_runner.hpp"
 
 #include <catch2/catch.hpp>
@@ -237,32 +238,17 @@ bool OrchFixture::wait_registered(pid_t pid, std::chrono::milliseconds timeout)
 
 std::string OrchFixture::scalar(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    auto r = tx.exec(sql);
-    if (r.empty() || r[0][0].is_null()) {
-        return {};
-    }
-    return r[0][0].as<std::string>();
+    return test::scalar(conn(), sql);
 }
 
 std::vector<std::vector<std::string>> OrchFixture::rows(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    std::vector<std::vector<std::string>> out;
-    for (const auto& row : tx.exec(sql)) {
-        std::vector<std::string> cols;
-        for (const auto& f : row) {
-            cols.push_back(f.is_null() ? std::string() : f.as<std::string>());
-        }
-        out.push_back(std::move(cols));
-    }
-    return out;
+    return query(conn(), sql);
 }
 
 void OrchFixture::exec(const std::string& sql)
 {
-    pqxx::nontransaction tx(conn());
-    tx.exec(sql);
+    execute(conn(), sql);
 }
 
 std::string OrchFixture::quote(const std::string& text)

@@ -1,5 +1,6 @@
 #include "tests/security/security_fixture.hpp"
 
+#include "tests/support/db_query.hpp"
 #include "tests/chaos/db_query.hpp"
 
 #include <catch2/catch.hpp>
@@ -106,7 +107,7 @@ std::string SecurityFixture::fingerprint() const
 
 std::string SecurityFixture::scalar(const std::string& sql) const
 {
-    return chaos::scalar(db.url(), sql);
+    return test::scalar(db.url(), sql);
 }
 
 } // namespace orch::test

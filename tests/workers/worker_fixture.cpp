@@ -1,5 +1,6 @@
 #include "tests/workers/worker_fixture.hpp"
 
+#include "tests/support/db_query.hpp"
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -152,19 +153,12 @@ std::map<std::string, ResultRow> WorkerFixture::results(const std::string& snaps
 
 std::string WorkerFixture::scalar(const std::string& sql, const std::vector<std::string>& params) const
 {
-    auto conn = db.connect();
-    pqxx::work tx(*conn);
-    auto r = tx.exec_params1(sql, pqxx::prepare::make_dynamic_params(params));
-    tx.commit();
-    return text_or_empty(r[0]);
+    return test::scalar(*db.connect(), sql, params);
 }
 
 void WorkerFixture::exec(const std::string& sql, const std::vector<std::string>& params) const
 {
-    auto conn = db.connect();
-    pqxx::work tx(*conn);
-    tx.exec_params0(sql, pqxx::prepare::make_dynamic_params(params));
-    tx.commit();
+    execute(*db.connect(), sql, params);
 }
 
 std::vector<std::string> WorkerFixture::leftover_processes() const
