@@ -27,7 +27,7 @@ rec=")SH" + records.string() + "/${snap}." +
            label + R"SH("
 exec 9>>"$rec.lock"
 if ! flock -n 9; then echo "overlap $$ $(date +%s%N)" >> "$rec"; fi
-echo "start $$ $(date +%s%N)" >> "$rec"
+echo "start $$ $(date +%s%N) $url" >> "$rec"
 finish() {
   echo "end $$ $(date +%s%N) ok" >> "$rec"
   echo '{"type":"ArchiveResult","status":"succeeded","output_str":"ok"}'

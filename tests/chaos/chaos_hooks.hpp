@@ -13,7 +13,8 @@ namespace orch::chaos {
 // on /5) and behaves elsewhere. config.json sets timeout 3 s.
 //
 // Every hook appends to `<records_dir>/<snapshot id>.<hook>`:
-//   "start <pid> <epoch ns>" when it begins,
+//   "start <pid> <epoch ns> <url>" when it begins (the URL: for the politeness
+//       invariant, which reads each run's host from it),
 //   "overlap <pid> <epoch ns>" if another run of the same (snapshot, hook) still
 //       holds its lock (an flock the kernel releases only when the whole hook
 //       tree, children included, is gone),
