@@ -24,6 +24,11 @@ void write_chaos_plugin(const std::filesystem::path& plugins_dir, const std::fil
                         FaultKind kind, const std::string& marker);
 void write_noop_plugin(const std::filesystem::path& plugins_dir);
 
+// How many runs of 15_hostile began on a URL it misbehaves on, from the start
+// records in `records_dir` (0 when the folder or the hook's records are missing):
+// a hostile-hook fault is injected only when this is above 0.
+int hostile_runs(const std::filesystem::path& records_dir, FaultKind kind);
+
 // Hook names as recorded in archive_result.hook_name / the record file names.
 extern const char* const k_chaos_plugin;
 

@@ -1,9 +1,13 @@
 // The chaos suite's judge, judged: known-bad runs, built as database rows and
 // hook record files in a TrialSandbox (no orchestrator runs), each must produce
-// its violation, and a good run none.
+// its violation, and a good run none; and the report must fail a run whose
+// faults were not injected.
+#include "tests/chaos/chaos_hooks.hpp"
+#include "tests/chaos/chaos_report.hpp"
 #include "tests/chaos/db_query.hpp"
 #include "tests/chaos/invariants.hpp"
 #include "tests/chaos/trial_sandbox.hpp"
+#include "tests/support/scratch_dir.hpp"
 #include "tests/support/spawned_process.hpp"
 
 #include <catch2/catch.hpp>
@@ -13,6 +17,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -401,4 +406,66 @@ TEST_CASE("snapshots of one host started closer than host_delay allows are impol
         INFO(all(r));
         CHECK(r.violations.empty());
     }
+}
+
+namespace {
+
+TrialResult trial(int index, FaultKind kind, bool injected)
+{
+    TrialResult t;
+    t.index = index;
+    t.kind = kind;
+    t.injected = injected;
+    t.detail = injected ? "struck" : "no target";
+    return t;
+}
+
+} // namespace
+
+TEST_CASE("a fault that was not injected is reported, and too few of a kind fail the run", "[chaos_judge]")
+{
+    std::vector<TrialResult> trials = {trial(1, FaultKind::kill_hook, true), trial(2, FaultKind::kill_hook, false),
+                                       trial(3, FaultKind::pg_stop, false), trial(4, FaultKind::pg_stop, false),
+                                       trial(5, FaultKind::kill_hook, false)};
+    SECTION("quick: a kind never injected")
+    {
+        CHECK(kinds_short_of_injections(trials, InjectionRule::once_per_kind) ==
+              std::vector<std::string>{"pg_stop 0/2"});
+        std::ostringstream out;
+        auto verdict = print_report(out, trials, {}, 1, InjectionRule::once_per_kind);
+        INFO(out.str());
+        CHECK(verdict.violations == 0);
+        CHECK_FALSE(verdict.passed());
+        CHECK(out.str().find("trial 2 kill_hook (0 URLs, one-shot) NOT INJECTED: no target") != std::string::npos);
+        CHECK(out.str().find("1/3") != std::string::npos);
+        CHECK(out.str().find("fault kinds injected too few times: pg_stop 0/2") != std::string::npos);
+    }
+    SECTION("full: fewer than half of a kind's trials injected")
+    {
+        CHECK(kinds_short_of_injections(trials, InjectionRule::half_of_each_kind) ==
+              std::vector<std::string>{"kill_hook 1/3", "pg_stop 0/2"});
+        trials.push_back(trial(6, FaultKind::kill_hook, true));
+        trials.push_back(trial(7, FaultKind::pg_stop, true));
+        trials.push_back(trial(8, FaultKind::pg_stop, true));  // 2/4 and 2/4: half of each
+        CHECK(kinds_short_of_injections(trials, InjectionRule::half_of_each_kind).empty());
+        std::ostringstream out;
+        CHECK(print_report(out, trials, {}, 1, InjectionRule::half_of_each_kind).passed());
+    }
+}
+
+TEST_CASE("a hostile hook is injected only where it ran on the URLs it misbehaves on", "[chaos_judge]")
+{
+    orch::test::ScratchDir records("orch-chaos-hostile-");
+    auto write = [&](const std::string& file, const std::string& url) {
+        std::ofstream(records.path() / file, std::ios::app) << "start 1 2 " << url << "\n";
+    };
+    write("s1.hostile", "http://chaos.test/1/4");
+    write("s2.fetch", "http://chaos.test/1/5");
+    CHECK(hostile_runs(records.path(), FaultKind::hook_hang) == 0);
+    write("s3.hostile", "http://chaos.test/1/10");
+    CHECK(hostile_runs(records.path(), FaultKind::hook_hang) == 1);
+    CHECK(hostile_runs(records.path(), FaultKind::hook_fork) == 0);  // only on /5
+    write("s4.hostile", "http://chaos.test/1/5");
+    CHECK(hostile_runs(records.path(), FaultKind::hook_fork) == 1);
+    CHECK(hostile_runs(records.path() / "gone", FaultKind::hook_hang) == 0);
 }

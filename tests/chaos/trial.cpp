@@ -192,6 +192,13 @@ TrialResult run_trial(const TrialOptions& o)
     sandbox.save_log("orchestrator-2", *second);
     res.recover_s = watch.sealed_after();
 
+    if (is_hostile_hook(o.kind)) {
+        // Present from the start, the hostile hook is the fault only where it ran on its URLs.
+        const int hostile = hostile_runs(sandbox.records(), o.kind);
+        res.injected = hostile > 0;
+        res.detail += "; the hostile hook began " + std::to_string(hostile) + " run(s) on the URLs it misbehaves on";
+    }
+
     try {
         auto inv = check_invariants(sandbox, {crawl}, urls.size(), rules);
         if (polite) {
