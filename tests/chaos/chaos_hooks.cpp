@@ -1,6 +1,7 @@
 #include "tests/chaos/chaos_hooks.hpp"
 
 #include <fstream>
+#include <sstream>
 
 namespace orch::chaos {
 
@@ -27,7 +28,7 @@ rec=")SH" + records.string() + "/${snap}." +
            label + R"SH("
 exec 9>>"$rec.lock"
 if ! flock -n 9; then echo "overlap $$ $(date +%s%N)" >> "$rec"; fi
-echo "start $$ $(date +%s%N)" >> "$rec"
+echo "start $$ $(date +%s%N) $url" >> "$rec"
 finish() {
   echo "end $$ $(date +%s%N) ok" >> "$rec"
   echo '{"type":"ArchiveResult","status":"succeeded","output_str":"ok"}'
@@ -102,6 +103,30 @@ void write_chaos_plugin(const fs::path& plugins_dir, const fs::path& records_dir
         write_file(dir / "on_Snapshot__15_hostile.sh",
                    preamble(records_dir, "hostile") + hostile_body(kind, marker) + "finish\n");
     }
+}
+
+int hostile_runs(const fs::path& records_dir, FaultKind kind)
+{
+    int runs = 0;
+    std::error_code ec;
+    for (const auto& entry : fs::directory_iterator(records_dir, ec)) {
+        if (entry.path().extension() != ".hostile") {
+            continue;
+        }
+        std::ifstream in(entry.path());
+        for (std::string line; std::getline(in, line);) {
+            std::istringstream ls(line);
+            std::string what, pid, t, url;
+            ls >> what >> pid >> t >> url;
+            const auto last = url.substr(url.rfind('/') + 1);
+            if (what != "start" || last.empty() || last.find_first_not_of("0123456789") != std::string::npos) {
+                continue;
+            }
+            const auto idx = std::stol(last);
+            runs += (kind == FaultKind::hook_fork ? idx == 5 : idx % 5 == 0) ? 1 : 0;
+        }
+    }
+    return runs;
 }
 
 void write_noop_plugin(const fs::path& plugins_dir)

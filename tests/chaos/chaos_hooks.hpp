@@ -13,7 +13,8 @@ namespace orch::chaos {
 // on /5) and behaves elsewhere. config.json sets timeout 3 s.
 //
 // Every hook appends to `<records_dir>/<snapshot id>.<hook>`:
-//   "start <pid> <epoch ns>" when it begins,
+//   "start <pid> <epoch ns> <url>" when it begins (the URL: for the politeness
+//       invariant, which reads each run's host from it),
 //   "overlap <pid> <epoch ns>" if another run of the same (snapshot, hook) still
 //       holds its lock (an flock the kernel releases only when the whole hook
 //       tree, children included, is gone),
@@ -22,6 +23,11 @@ namespace orch::chaos {
 void write_chaos_plugin(const std::filesystem::path& plugins_dir, const std::filesystem::path& records_dir,
                         FaultKind kind, const std::string& marker);
 void write_noop_plugin(const std::filesystem::path& plugins_dir);
+
+// How many runs of 15_hostile began on a URL it misbehaves on, from the start
+// records in `records_dir` (0 when the folder or the hook's records are missing):
+// a hostile-hook fault is injected only when this is above 0.
+int hostile_runs(const std::filesystem::path& records_dir, FaultKind kind);
 
 // Hook names as recorded in archive_result.hook_name / the record file names.
 extern const char* const k_chaos_plugin;
