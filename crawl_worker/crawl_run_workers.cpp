@@ -6,6 +6,7 @@
 #include "common/base/random_id.hpp"
 #include "common/recorder/recovery.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 
@@ -66,7 +67,7 @@ void give_back_unstarted(pqxx::connection& conn, const std::vector<ClaimedSnapsh
 {
     for (std::size_t j = from; j < claims.size(); ++j) {
         try {
-            return_unstarted_claim(conn, claims[j]);
+            work_states::return_unstarted_claim(conn, claims[j].snapshot_id, claims[j].owner);
         } catch (const std::exception& e) {
             log::warn("cannot give back unstarted snapshot claims; their leases will expire",
                       {{"snapshot", claims[j].snapshot_id}, {"left", std::to_string(claims.size() - j)},

@@ -4,6 +4,7 @@
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
 #include "common/base/log.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 
@@ -14,11 +15,6 @@ namespace {
 
 // The crawl-lease fence; FOR SHARE makes a concurrent claim wait for our commit.
 constexpr const char* k_fence = "EXISTS (SELECT 1 FROM crawl f WHERE f.id = $1 AND f.lease_owner = $2 FOR SHARE)";
-// Before we registered: leased to the row our orchestrator claimed it for, named by
-// $2 (--process-id) or by $3 (the cookie it put in our environment).
-constexpr const char* k_held_for_us =
-    "(lease_owner = $2::uuid OR lease_owner IN (SELECT p.id FROM process p WHERE p.cookie = $3 "
-    "                                            AND p.status <> 'exited'))";
 
 } // namespace
 
@@ -122,14 +118,7 @@ bool CrawlStore::pause_refused(const std::optional<std::string>& lease_holder, c
                                const std::string& problem)
 {
     return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> bool {
-        auto r = tx.exec_params(fmt::format("UPDATE crawl SET status = 'paused', paused_at = now(), lease_owner = NULL, "
-                                            " lease_expires_at = NULL, modified_at = now() "
-                                            "WHERE id = $1 AND status IN ('queued', 'started') "
-                                            "  AND (lease_owner IS NULL OR lease_expires_at < now() OR {}) "
-                                            "RETURNING 1",
-                                            k_held_for_us),
-                                m_crawl_id, lease_holder, cookie);
-        if (r.empty()) {
+        if (!work_states::pause_refused_crawl(tx, m_crawl_id, lease_holder, cookie)) {
             return false;
         }
         Event e{"crawl.paused", "crawl paused: its configuration is refused: " + problem, m_crawl_id};
@@ -143,10 +132,7 @@ void CrawlStore::release_unstarted(const std::optional<std::string>& lease_holde
                                    const std::optional<std::string>& cookie)
 {
     return ride_out_transaction(m_conn, [&](pqxx::work& tx) {
-        tx.exec_params0(fmt::format("UPDATE crawl SET lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-                                    "WHERE id = $1 AND {}",
-                                    k_held_for_us),
-                        m_crawl_id, lease_holder, cookie);
+        work_states::release_unstarted_crawl(tx, m_crawl_id, lease_holder, cookie);
     });
 }
 
@@ -192,18 +178,12 @@ bool CrawlStore::retry_or_fail(const std::string& snapshot_id, const std::string
             tx.exec_params0("UPDATE archive_result SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
                             "WHERE snapshot_id = $1 AND status IN ('queued', 'started')",
                             snapshot_id, error);
-            tx.exec_params0("UPDATE snapshot SET status = 'sealed', outcome = 'failed', error = $2, "
-                            " sealed_at = clock_timestamp(), sealed_by = $3, retry_at = NULL, lease_owner = NULL, "
-                            " lease_expires_at = NULL, modified_at = now() "
-                            "WHERE id = $1",
-                            snapshot_id, error, m_owner);
+            work_states::seal_snapshot_failed(tx, snapshot_id, error, m_owner);
         } else {
             tx.exec_params0("UPDATE archive_result SET status = 'queued', error = $2, modified_at = now() "
                             "WHERE snapshot_id = $1 AND status = 'started'",
                             snapshot_id, "interrupted: " + reason);
-            tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $2, "
-                            " retry_at = now() + make_interval(secs => $3), modified_at = now() WHERE id = $1",
-                            snapshot_id, reason, static_cast<double>(backoff.count()));
+            work_states::retry_snapshot_later(tx, snapshot_id, reason, backoff);
         }
         return sealed;
     });
@@ -214,10 +194,7 @@ void CrawlStore::give_back_unspent(const std::string& snapshot_id, const std::st
 {
     return ride_out_transaction(m_conn, [&](pqxx::work& tx) {
         require_lease(tx, "giving back a snapshot");
-        tx.exec_params0("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, error = $4, "
-                        " attempts = greatest(attempts - 1, 0), retry_at = now(), modified_at = now() "
-                        "WHERE id = $1 AND crawl_id = $2 AND status <> 'sealed' AND (lease_owner = $3) IS TRUE",
-                        snapshot_id, m_crawl_id, worker, reason);
+        work_states::give_back_snapshot(tx, snapshot_id, m_crawl_id, worker, reason);
     });
 }
 
@@ -229,50 +206,22 @@ int CrawlStore::seal_unsealed(const std::string& outcome, const std::string& rea
                         "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
                         "  AND ar.status IN ('queued', 'started')",
                         m_crawl_id, reason);
-        auto r = tx.exec_params("UPDATE snapshot SET status = 'sealed', outcome = $2, error = $3, "
-                                " sealed_at = clock_timestamp(), sealed_by = $4, retry_at = NULL, lease_owner = NULL, "
-                                " lease_expires_at = NULL, modified_at = now() "
-                                "WHERE crawl_id = $1 AND status <> 'sealed' RETURNING id",
-                                m_crawl_id, outcome, reason, m_owner);
-        return static_cast<int>(r.size());
+        return work_states::seal_unsealed_snapshots(tx, m_crawl_id, outcome, reason, m_owner);
     });
 }
 
 namespace {
 
-// The parameters of the seal's own: crawl, owner, forced outcome, reason.
-constexpr std::size_t k_seal_parameters = 4;
-
-// The seal, its journal entry and `exits` held process exits in one durable
-// statement: the crawl's seal is the durable point, and on the path from its
-// last snapshot to a sealed crawl. The outcome and the journal's counts are read
-// by the statement itself. A partial snapshot archived something: the crawl
-// failed only if none of its snapshots succeeded or was partial. Every snapshot
-// is sealed by now, by its worker or by seal_unsealed.
+// The seal (work_states::crawl_seal), its journal entry and `exits` held process
+// exits in one durable statement: the crawl's seal is the durable point, and on
+// the path from its last snapshot to a sealed crawl.
 ChangeStatement seal_statement(std::size_t exits)
 {
-    static const auto counts = process_table::exits_variants([](std::size_t count) {
-        return process_table::exits_ctes(count, k_seal_parameters + 1) +
-               "counts AS (SELECT count(*) FILTER (WHERE outcome = 'succeeded') AS ok, "
-               "  count(*) FILTER (WHERE outcome = 'partial') AS partial, count(*) AS total "
-               "  FROM snapshot WHERE crawl_id = $1), ";
+    static const auto ctes = process_table::exits_variants([](std::size_t count) {
+        return process_table::exits_ctes(count, work_states::k_crawl_seal_parameters + 1);
     });
-    ChangeStatement statement;
-    statement.name = "crawl_store.seal." + process_table::exits_variant_name(exits);
-    statement.ctes = counts[process_table::exits_variant(exits)];
-    statement.change =
-        "UPDATE crawl SET status = 'sealed', "
-        " outcome = coalesce($3, CASE WHEN counts.ok = counts.total THEN 'succeeded' "
-        "                             WHEN counts.ok + counts.partial = 0 THEN 'failed' ELSE 'partial' END), "
-        " seal_reason = $4, sealed_at = clock_timestamp(), sealed_by = $2, retry_at = NULL, lease_owner = NULL, "
-        " lease_expires_at = NULL, modified_at = now() "
-        "FROM counts WHERE id = $1 AND lease_owner = $2 "
-        "RETURNING crawl.outcome, counts.ok, counts.partial, counts.total";
-    statement.message = "'crawl sealed ' || change.outcome || coalesce(': ' || $4, '')";
-    statement.detail = "jsonb_build_object('outcome', change.outcome, 'snapshots', change.total, "
-                       "'succeeded', change.ok, 'partial', change.partial)";
-    statement.returning = "detail->>'outcome'";
-    return statement;
+    return work_states::crawl_seal("crawl_store.seal." + process_table::exits_variant_name(exits),
+                                   ctes[process_table::exits_variant(exits)]);
 }
 
 } // namespace
@@ -280,7 +229,7 @@ ChangeStatement seal_statement(std::size_t exits)
 void CrawlStore::prepare_seal()
 {
     return ride_out(m_conn, [&]() {
-        prepare_event_with_change(m_conn, seal_statement(1), k_seal_parameters + process_table::exits_parameter_count(1));
+        prepare_event_with_change(m_conn, seal_statement(1), work_states::k_crawl_seal_parameters + process_table::exits_parameter_count(1));
     });
 }
 

@@ -3,6 +3,7 @@
 #include "orchestrator/ops_session.hpp"
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 
@@ -17,28 +18,17 @@ constexpr const char* k_lock = "SELECT status, coalesce(outcome, ''), lease_owne
 // Snapshot leases still held: a snapshot worker may run for this crawl.
 constexpr const char* k_live_snapshot_leases =
     "SELECT count(*) FROM snapshot WHERE crawl_id = $1 AND lease_owner IS NOT NULL AND lease_expires_at > now()";
-constexpr const char* k_request =
-    "UPDATE crawl SET cancel_requested_at = coalesce(cancel_requested_at, now()), modified_at = now() WHERE id = $1";
 constexpr const char* k_fail_results =
     "UPDATE archive_result ar SET status = 'failed', error = $2, end_ts = now(), modified_at = now() "
     "FROM snapshot s WHERE s.id = ar.snapshot_id AND s.crawl_id = $1 AND s.status <> 'sealed' "
     "  AND ar.status IN ('queued', 'started')";
-constexpr const char* k_seal_snapshots =
-    "UPDATE snapshot SET status = 'sealed', outcome = 'cancelled', error = $2, sealed_at = clock_timestamp(), retry_at = NULL, "
-    " lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-    "WHERE crawl_id = $1 AND status <> 'sealed'";
-constexpr const char* k_seal_crawl =
-    "UPDATE crawl SET status = 'sealed', outcome = 'cancelled', seal_reason = $2, sealed_at = clock_timestamp(), retry_at = NULL, "
-    " cancel_requested_at = coalesce(cancel_requested_at, now()), modified_at = now() "
-    "WHERE id = $1";
 
 } // namespace
 
 void cancel_crawl(pqxx::connection& conn, const std::string& id)
 {
     prepare_statements(conn, {{"cancel_lock", k_lock}, {"cancel_live_snapshot_leases", k_live_snapshot_leases},
-                              {"cancel_request", k_request}, {"cancel_fail_results", k_fail_results},
-                              {"cancel_seal_snapshots", k_seal_snapshots}, {"cancel_seal_crawl", k_seal_crawl}});
+                              {"cancel_fail_results", k_fail_results}});
 
     pqxx::work tx(conn);
     auto row = tx.exec_prepared("cancel_lock", id);
@@ -55,7 +45,7 @@ void cancel_crawl(pqxx::connection& conn, const std::string& id)
     if (leased || live_snapshots) {
         // A worker runs it: it sees the NOTIFY (crawl_cancel trigger) or its poll, stops
         // its snapshot workers and seals the crawl cancelled itself.
-        tx.exec_prepared0("cancel_request", id);
+        work_states::request_cancel(tx, id);
         Event e{"crawl.cancel_requested", "cancel requested by operator", id};
         if (leased) {
             e.detail["held_by"] = row[0][3].as<std::string>();
@@ -68,8 +58,8 @@ void cancel_crawl(pqxx::connection& conn, const std::string& id)
     }
     // Nobody works on it: seal it here, with its snapshots and results terminal.
     tx.exec_prepared0("cancel_fail_results", id, k_reason);
-    auto sealed = tx.exec_prepared("cancel_seal_snapshots", id, k_reason).affected_rows();
-    tx.exec_prepared0("cancel_seal_crawl", id, k_reason);
+    auto sealed = work_states::seal_cancelled_snapshots(tx, id, k_reason);
+    work_states::seal_cancelled_crawl(tx, id, k_reason);
     Event e{"crawl.cancelled", "cancelled by operator; no worker held it", id};
     e.detail["snapshots_sealed"] = sealed;
     record_event(tx, "cli", e);

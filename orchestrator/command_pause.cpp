@@ -2,6 +2,7 @@
 
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 
@@ -17,16 +18,7 @@ constexpr const char* k_lock =
     "SELECT status, coalesce(outcome, ''), lease_owner IS NOT NULL AND lease_expires_at > now(), "
     "       coalesce(lease_owner::text, '') "
     "FROM crawl WHERE id = $1 FOR UPDATE";
-// Never due while paused (every claim reads the status, whatever retry_at says);
-// the lease (if any) stays with its holder, which drains and releases.
-constexpr const char* k_pause =
-    "UPDATE crawl SET status = 'paused', paused_at = now(), modified_at = now() WHERE id = $1";
-// Due at once, or when its holder (still draining) releases it. The pause does
-// not count against the crawl's timeout.
-constexpr const char* k_resume =
-    "UPDATE crawl SET status = CASE WHEN started_at IS NULL THEN 'queued' ELSE 'started' END, "
-    " paused_s = paused_s + greatest(coalesce(extract(epoch FROM now() - paused_at), 0), 0), paused_at = NULL, "
-    " retry_at = now(), modified_at = now() WHERE id = $1";
+// The transitions themselves are work_states::pause and work_states::resume.
 
 struct LockedCrawl {
     std::string status;
@@ -48,8 +40,6 @@ LockedCrawl lock_crawl(pqxx::work& tx, const std::string& id)
 void prepare(pqxx::connection& conn)
 {
     conn.prepare("pause_lock", k_lock);
-    conn.prepare("pause_set", k_pause);
-    conn.prepare("pause_resume", k_resume);
 }
 
 } // namespace
@@ -67,7 +57,7 @@ void pause_crawl(pqxx::connection& conn, const std::string& id, const std::strin
         std::cout << fmt::format("crawl {} is already paused\n", id);
         return;
     }
-    tx.exec_prepared0("pause_set", id);
+    work_states::pause(tx, id);
     Event e{"crawl.paused", reason.empty() ? "paused by operator" : "paused by operator: " + reason, id};
     e.detail = {{"reason", reason.empty() ? "operator" : reason}};
     if (crawl.leased) {
@@ -94,7 +84,7 @@ void resume_crawl(pqxx::connection& conn, const std::string& id)
                                  crawl.outcome.empty() ? "" : ", " + crawl.outcome);
         return;
     }
-    tx.exec_prepared0("pause_resume", id);
+    work_states::resume(tx, id);
     Event e{"crawl.resumed", "resumed by operator", id};
     if (crawl.leased) {
         e.detail["held_by"] = crawl.holder;

@@ -4,6 +4,7 @@
 #include "common/base/errors.hpp"
 #include "common/db/event_journal.hpp"
 #include "common/base/ids.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
@@ -29,25 +30,8 @@ constexpr const char* k_lock_snapshots =
 constexpr const char* k_requeue_results =
     "UPDATE archive_result SET status = 'queued', error = NULL, start_ts = NULL, end_ts = NULL, modified_at = now() "
     "WHERE snapshot_id = ANY ($1::uuid[]) AND status = 'failed'";
-constexpr const char* k_requeue_snapshots =
-    "UPDATE snapshot SET status = 'queued', outcome = NULL, error = NULL, sealed_at = NULL, sealed_by = NULL, "
-    " retry_at = now(), "
-    " attempts = 0, lease_owner = NULL, lease_expires_at = NULL, modified_at = now() "
-    "WHERE id = ANY ($1::uuid[])";
-// A sealed crawl is queued again as a fresh one (a fresh attempt budget, no stale
-// cancel request, and its clock restarted: the timeout counts from started_at less
-// paused_s, so the old run's start would seal the new run timed_out at once);
-// an unsealed one without a worker becomes due now, its clock running on; a
-// paused one stays paused.
-constexpr const char* k_requeue_crawl =
-    "UPDATE crawl SET status = CASE WHEN status = 'sealed' THEN 'queued' ELSE status END, "
-    " attempts = CASE WHEN status = 'sealed' THEN 0 ELSE attempts END, "
-    " started_at = CASE WHEN status = 'sealed' THEN NULL ELSE started_at END, "
-    " paused_s = CASE WHEN status = 'sealed' THEN 0 ELSE paused_s END, "
-    " paused_at = CASE WHEN status = 'sealed' THEN NULL ELSE paused_at END, "
-    " outcome = NULL, seal_reason = NULL, sealed_at = NULL, sealed_by = NULL, cancel_requested_at = NULL, "
-    " retry_at = CASE WHEN status = 'paused' THEN retry_at ELSE now() END, modified_at = now() "
-    "WHERE id = $1 RETURNING status";
+// The snapshots' and the crawl's own requeue are work_states::requeue_snapshots
+// and work_states::requeue_crawl.
 
 } // namespace
 
@@ -56,8 +40,7 @@ void command_retry(const CommonOptions& options, const std::string& raw_id)
     auto id = require_uuid(raw_id, "snapshot or crawl id");
     OpsSession session(options, OpsSession::Schema::migrated,
                        {{"retry_crawl_of_snapshot", k_crawl_of_snapshot}, {"retry_lock_crawl", k_lock_crawl},
-                        {"retry_lock_snapshots", k_lock_snapshots}, {"retry_requeue_results", k_requeue_results},
-                        {"retry_requeue_snapshots", k_requeue_snapshots}, {"retry_requeue_crawl", k_requeue_crawl}});
+                        {"retry_lock_snapshots", k_lock_snapshots}, {"retry_requeue_results", k_requeue_results}});
     pqxx::work tx(session.conn());
     std::string crawl_id = id;
     std::optional<std::string> snapshot_id;
@@ -87,7 +70,7 @@ void command_retry(const CommonOptions& options, const std::string& raw_id)
     // A crawl sealed before it had snapshots (cancelled while queued, failed Crawl hook) runs again as a whole.
     bool requeue_crawl_alone = !snapshot_id && crawl[0][3].as<bool>();
     if (targets.empty() && requeue_crawl_alone) {
-        auto crawl_status = tx.exec_prepared1("retry_requeue_crawl", crawl_id)[0].as<std::string>();
+        auto crawl_status = work_states::requeue_crawl(tx, crawl_id);
         record_event(tx, "cli", Event{"crawl.retried", "crawl queued again by operator", crawl_id});
         tx.commit();
         std::cout << fmt::format("queued again: crawl {} is {}\n", crawl_id, crawl_status);
@@ -101,8 +84,8 @@ void command_retry(const CommonOptions& options, const std::string& raw_id)
     // UUIDs need no quoting inside an array literal.
     auto array = fmt::format("{{{}}}", fmt::join(targets, ","));
     auto results = tx.exec_prepared("retry_requeue_results", array).affected_rows();
-    tx.exec_prepared0("retry_requeue_snapshots", array);
-    auto crawl_status = tx.exec_prepared1("retry_requeue_crawl", crawl_id)[0].as<std::string>();
+    work_states::requeue_snapshots(tx, array);
+    auto crawl_status = work_states::requeue_crawl(tx, crawl_id);
     Event e{snapshot_id ? "snapshot.retried" : "crawl.retried",
             fmt::format("{} snapshot{} and {} failed result{} queued again by operator", targets.size(),
                         targets.size() == 1 ? "" : "s", results, results == 1 ? "" : "s"),

@@ -1,6 +1,5 @@
 #include "snapshot_worker/seal_statements.hpp"
 
-#include "common/db/autocommit_statement.hpp"
 #include "common/base/json_text.hpp"
 
 #include <fmt/format.h>
@@ -53,29 +52,28 @@ std::string held_writes(const std::string& param)
 }
 
 
-
-// The seal of `snapshot` held by `owner` (parameter references), as CTEs: the
-// supervisor's held hook exits (`exits`, process_table::exits_ctes: written
-// whatever becomes of the seal, they are facts about our processes, not about
-// the snapshot), `held`, `counts`, `sealed`, `recorded`: the outcome is derived
+// The result side of the seal of `snapshot` (work_states::SnapshotSeal, which
+// owns the sealing itself): `held` and `counts`, the outcome's input, derived
 // from the stored results and those still held (`writes`, a JSON array
 // parameter; the CTEs all see the rows as they were before the statement, and
-// we hold the lease: nobody else writes them meanwhile). The held results are
-// written only if the seal happened, which is their fence: the snapshot row,
-// updated by `sealed` in this very statement, cannot be locked again by it. The
-// async-commit setting sits in the sealing UPDATE, which always runs.
+// we hold the lease: nobody else writes them meanwhile), then `recorded`. The
+// held results are written only if the seal happened, which is their fence:
+// the snapshot row, updated by `sealed` in this very statement, cannot be
+// locked again by it.
 // With `held_none`, for a seal with no held results (`writes` is '[]': every
 // result was written before, as when the seal comes more than the write-behind
 // window after the last one, behind a background hook's teardown say, or when
 // no hook ran): no `held` and no `recorded`, the outcome counted from the table
 // alone (seal 60 us instead of 73, `scripts/bench` row 3). Such a statement
 // seals nothing unless `writes` is empty indeed: a caller's mistake can cost a
-// lease, not a result. The CTEs' names end in `suffix`, so that one statement
-// can seal several snapshots ("" gives held, counts, sealed, recorded).
-std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
-                      const std::string& exits, bool held_none, const std::string& suffix)
+// lease, not a result.
+work_states::SnapshotSeal result_seal(const std::string& snapshot, const std::string& writes, bool held_none,
+                                      const std::string& suffix)
 {
-    const std::string counted =
+    work_states::SnapshotSeal seal;
+    seal.snapshot = snapshot;
+    seal.suffix = suffix;
+    seal.before =
         held_none ? fmt::format("counts{1} AS (SELECT count(*) FILTER (WHERE a.status = 'failed') AS failed, "
                                 "           count(*) AS total FROM archive_result a WHERE a.snapshot_id = {0}), ",
                                 snapshot, suffix)
@@ -85,23 +83,12 @@ std::string seal_ctes(const std::string& snapshot, const std::string& owner, con
                                 "           FROM archive_result a LEFT JOIN held{2} w ON w.id = a.id "
                                 "           WHERE a.snapshot_id = {0}), ",
                                 snapshot, held_writes(writes), suffix);
-    const std::string none_held_indeed = held_none ? fmt::format(" AND {}::jsonb = '[]'::jsonb", writes) : "";
-    const std::string recorded =
-        held_none ? ""
-                  : fmt::format(", recorded{2} AS ({0} FROM held{2} w WHERE a.id = w.id AND a.snapshot_id = {1} "
-                                "  AND EXISTS (SELECT 1 FROM sealed{2}))",
-                                k_write_held, snapshot, suffix);
-    return fmt::format(
-        "{3}{4}"
-        "sealed{7} AS (UPDATE snapshot s SET status = 'sealed', "
-        "  outcome = CASE WHEN counts.failed = 0 THEN 'succeeded' "
-        "                 WHEN counts.failed = counts.total THEN 'failed' ELSE 'partial' END, "
-        "  error = CASE WHEN counts.failed > 0 "
-        "               THEN format('%s of %s hooks failed', counts.failed, counts.total) END, "
-        "  sealed_at = clock_timestamp(), sealed_by = {1}, retry_at = NULL, lease_owner = NULL, "
-        "  lease_expires_at = NULL, modified_at = now() "
-        "  FROM counts{7} AS counts, {2} WHERE s.id = {0} AND (s.lease_owner = {1}) IS TRUE{5} RETURNING s.outcome){6}",
-        snapshot, owner, k_async_commit, exits, counted, none_held_indeed, recorded, suffix);
+    seal.condition = held_none ? fmt::format(" AND {}::jsonb = '[]'::jsonb", writes) : "";
+    seal.after = held_none ? ""
+                           : fmt::format(", recorded{2} AS ({0} FROM held{2} w WHERE a.id = w.id AND a.snapshot_id = {1} "
+                                         "  AND EXISTS (SELECT 1 FROM sealed{2}))",
+                                         k_write_held, snapshot, suffix);
+    return seal;
 }
 
 // The parameters of a seal statement: the fixed ones, then those of `exits`.

@@ -2,6 +2,7 @@
 
 #include "common/hooks/hook_discovery.hpp"
 #include "common/recorder/process_table.hpp"
+#include "common/work/work_states.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 
 #include <pqxx/pqxx>
@@ -11,9 +12,10 @@
 #include <string>
 #include <vector>
 
-// The pieces of SQL the snapshot store's seal and claim statements are built
-// from (snapshot_store.cpp, snapshot_batch_seal.cpp). Parameters are referenced
-// by the caller's numbers ("$7"); nothing here runs a statement.
+// The result side of the snapshot store's seal and claim statements
+// (snapshot_store.cpp, snapshot_batch_seal.cpp): archive_result rows made,
+// written and counted in the statements that work_states builds. Parameters are
+// referenced by the caller's numbers ("$7"); nothing here runs a statement.
 namespace orch::seal_sql {
 
 // A data-modifying CTE body creating a snapshot's queued results (see the .cpp).
@@ -38,9 +40,11 @@ inline constexpr const char* k_write_held =
     " output_files = CASE WHEN w.ended THEN w.output_files ELSE a.output_files END, "
     " output_size = CASE WHEN w.ended THEN w.output_size ELSE a.output_size END, "
     " modified_at = now()";
-// The seal of one snapshot as CTEs (see the .cpp), their names ending in `suffix`.
-std::string seal_ctes(const std::string& snapshot, const std::string& owner, const std::string& writes,
-                      const std::string& exits, bool held_none, const std::string& suffix = "");
+// The result side of one snapshot's seal (see the .cpp), its CTEs' names
+// ending in `suffix`; the seal itself is work_states::seal_snapshot_ctes, and
+// with a claim work_states::seal_and_claim_statement.
+work_states::SnapshotSeal result_seal(const std::string& snapshot, const std::string& writes, bool held_none,
+                                      const std::string& suffix = "");
 // The parameters of a seal statement: the fixed ones, then those of `exits`.
 std::vector<std::optional<std::string>> seal_parameters(std::vector<std::optional<std::string>> fixed,
                                                         const std::vector<process_table::HeldExit>& exits);

@@ -2,6 +2,7 @@
 
 #include "common/base/errors.hpp"
 #include "common/base/log.hpp"
+#include "common/work/work_states.hpp"
 
 #include <utility>
 
@@ -95,7 +96,7 @@ void SnapshotBatch::release_ahead()
             rows.push_back(request.row_id);
         }
         m_supervisor.release_reservations(rows);
-        if (return_unstarted_claim(m_conn, claimed.claim)) {
+        if (work_states::return_unstarted_claim(m_conn, claimed.claim.snapshot_id, claimed.claim.owner)) {
             log::info("claimed snapshot given back unstarted", {{"snapshot", claimed.claim.snapshot_id}});
         }
     }

@@ -4,6 +4,7 @@
 #include "common/base/errors.hpp"
 #include "common/base/log.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/work_states.hpp"
 #include "snapshot_worker/seal_statements.hpp"
 
 #include <fmt/format.h>
@@ -26,32 +27,33 @@ namespace {
 std::string batch_statement(std::size_t held, std::size_t exits, int claim)
 {
     int next = 11 + static_cast<int>(process_table::exits_parameter_count(exits));
-    std::string ctes = process_table::exits_ctes(exits, 11) + seal_sql::seal_ctes("$7", "$8", "$9", "", false, "_0") +
-                       ", ";
-    std::string gate = "AND EXISTS (SELECT 1 FROM sealed_0)";
+    work_states::SealAndClaim statement;
+    statement.leading_ctes = process_table::exits_ctes(exits, 11);
+    statement.seals.push_back(seal_sql::result_seal("$7", "$9", false, "_0"));
+    statement.owner = "$8";
     std::string sealed = "sealed_0";
     std::string outcomes = "sealed_0.outcome";
     for (std::size_t i = 1; i <= held; ++i) {
         const auto suffix = "_" + std::to_string(i);
-        ctes += seal_sql::seal_ctes(fmt::format("${}", next), "$8", fmt::format("${}", next + 1), "", false, suffix) +
-                ", ";
+        statement.seals.push_back(
+            seal_sql::result_seal(fmt::format("${}", next), fmt::format("${}", next + 1), false, suffix));
         next += 2;
-        gate += " AND EXISTS (SELECT 1 FROM sealed" + suffix + ")";
         sealed += ", sealed" + suffix;
         outcomes += ", sealed" + suffix + ".outcome";
     }
     // Each claimed snapshot's results: those the statement made (RETURNING) and
     // those it had already (a snapshot claimed again), as of the statement's start.
-    return claim_statement(
-        ctes, gate,
+    statement.select =
         ", prepared AS (" + seal_sql::create_results("c.id", "claimed c, ", "$10", "") +
-            ") SELECT " + outcomes + ", claimed.*, "
-            "  (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text "
-            "   FROM (SELECT hook_name, id, status FROM prepared WHERE prepared.snapshot_id = claimed.id "
-            "         UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
-            "         WHERE a.snapshot_id = claimed.id) r) "
-            "FROM " + sealed + " LEFT JOIN claimed ON true ORDER BY claimed.n",
-        std::to_string(claim), "$8", false, true);
+        ") SELECT " + outcomes + ", claimed.*, "
+        "  (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text "
+        "   FROM (SELECT hook_name, id, status FROM prepared WHERE prepared.snapshot_id = claimed.id "
+        "         UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
+        "         WHERE a.snapshot_id = claimed.id) r) "
+        "FROM " + sealed + " LEFT JOIN claimed ON true ORDER BY claimed.n";
+    statement.limit = std::to_string(claim);
+    statement.fresh_after_first = true;
+    return work_states::seal_and_claim_statement(statement);
 }
 
 const std::string& cached_batch_statement(std::size_t held, std::size_t exits, int claim)

@@ -6,6 +6,7 @@
 #include "common/base/log.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/work_states.hpp"
 #include "snapshot_worker/seal_statements.hpp"
 
 #include <fmt/format.h>
@@ -227,7 +228,8 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
 {
     static const auto make = [](bool held_none) {
         return process_table::exits_variants([held_none](std::size_t count) {
-            return "WITH " + seal_sql::seal_ctes("$1", "$2", "$3", process_table::exits_ctes(count, 4), held_none) +
+            return "WITH " + process_table::exits_ctes(count, 4) +
+                   work_states::seal_snapshot_ctes(seal_sql::result_seal("$1", "$3", held_none), "$2") +
                    " SELECT outcome FROM sealed";
         });
     };
@@ -281,20 +283,23 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     // is pointed at the claimed snapshot by its key.
     // Four sets of statements: with and without the host gate of a crawl that has
     // a per-host rule (ClaimScope::host_limited), with and without held results
-    // (seal_ctes); each is built at its first use.
+    // (seal_sql::result_seal); each is built at its first use.
     static const auto make = [](bool with_host_gate, bool held_none) {
         return process_table::exits_variants([with_host_gate, held_none](std::size_t count) {
-            return claim_statement(
-                seal_sql::seal_ctes("$7", "$8", "$9", process_table::exits_ctes(count, 11), held_none) + ", ",
-                "AND EXISTS (SELECT 1 FROM sealed)",
+            work_states::SealAndClaim statement;
+            statement.leading_ctes = process_table::exits_ctes(count, 11);
+            statement.seals = {seal_sql::result_seal("$7", "$9", held_none)};
+            statement.owner = "$8";
+            statement.select =
                 ", prepared AS (" + seal_sql::create_results("c.id", "claimed c, ", "$10", "") + "), "
                 "next_results AS (SELECT jsonb_object_agg(r.hook_name, jsonb_build_array(r.id, r.status))::text "
                 "  AS results FROM (SELECT hook_name, id, status FROM prepared "
                 "        UNION ALL SELECT a.hook_name, a.id, a.status FROM archive_result a "
                 "        JOIN claimed c ON a.snapshot_id = c.id) r) "
                 "SELECT sealed.outcome, claimed.*, next_results.results FROM sealed LEFT JOIN claimed ON true, "
-                "next_results",
-                "1", "$8", with_host_gate);
+                "next_results";
+            statement.host_limited = with_host_gate;
+            return work_states::seal_and_claim_statement(statement);
         });
     };
     const auto writes = held_results();

@@ -105,7 +105,7 @@ public:
     // every one of them sealed, claims up to `claim` (at least 1) of the
     // crawl's next due snapshots with a free lease for the same owner, fenced
     // on `crawl_owner`'s crawl lease, the first of any kind, the others only if
-    // never attempted (claim_statement, fresh_after_first), with their results
+    // never attempted (work_states::claim_statement, fresh_after_first), with their results
     // for `hooks`; the owner's row names the first. `exits` as for seal(). Not
     // for a host-limited crawl. Throws LeaseLost when a seal finds its lease
     // gone, except when the statement committed on an earlier try (the reply

@@ -1,5 +1,7 @@
 #pragma once
 
+#include "common/work/work_states.hpp"
+
 #include <pqxx/pqxx>
 
 #include <chrono>
@@ -8,10 +10,8 @@
 
 namespace orch {
 
-// Which queue table a lease is on. Both have lease_owner / lease_expires_at.
-enum class LeaseTable { crawl, snapshot };
-
 // An explicit, expiring claim of one crawl or snapshot row by one process row.
+// Its statements are work_states' (work_states.hpp: claim, adopt, renew, release).
 // Fencing rule: the holder writes the item (and its children) only in statements
 // conditioned on still holding the lease; a lease that expired and was taken by
 // another process makes those statements match nothing, and the holder stops.

@@ -2,105 +2,18 @@
 
 #include "common/db/array_parameter.hpp"
 #include "common/db/autocommit_statement.hpp"
+#include "common/work/work_states.hpp"
 
 #include <fmt/format.h>
 
 namespace orch {
 namespace {
 
-// The CTE with FOR UPDATE SKIP LOCKED picks the rows (index snapshot_claim_idx,
-// migrations/0003); row_number may not share a SELECT with FOR UPDATE, so the
-// pairing with the owners happens in the next CTE. The crawl fence row is locked
-// FOR SHARE: a concurrent lease change or cancel request waits for our commit.
-// The async-commit setting joins the UPDATE's FROM list (autocommit_statement.hpp).
 const std::string k_claim_select = " SELECT id, lease_owner, attempts, n, url, depth FROM claimed";
-const std::string k_claim_sql = claim_statement("", "", k_claim_select, "cardinality($3::uuid[])");
-const std::string k_host_limited_claim_sql = claim_statement("", "", k_claim_select, "1", "", true);
-
-// A candidate's host is below the crawl's max_per_host: its started, leased
-// snapshots of the same host, except the candidate itself, the claiming owners'
-// own, and, when expired leases may be taken over ($6), those whose lease expired
-// under an owner not known to run ($5): they are candidates, not running, and
-// counting them would keep a host at its limit for good once its workers died.
-// Evaluated only for a crawl that has a limit; the crawl's running snapshots are
-// found by snapshot_leased_idx (migrations/0006).
-constexpr const char* k_host_gate =
-    " AND (SELECT count(*) FROM snapshot o"
-    "      WHERE o.lease_owner IS NOT NULL AND o.crawl_id = $1 AND o.status = 'started' AND o.id <> s.id"
-    "        AND NOT (o.lease_owner = ANY($3::uuid[])) AND url_host(o.url) = url_host(s.url)"
-    "        AND (NOT $6 OR o.lease_expires_at >= now() OR o.lease_owner = ANY($5::uuid[])))"
-    "     < (SELECT coalesce(c.max_per_host, nullif(current_setting('orch.default_max_per_host', true), '0')::int,"
-    "                        2147483647) FROM crawl c WHERE c.id = $1) "
-    // ... and its host's last claim is at least host_delay_s old. The wall clock,
-    // not now(): the transaction began before it waited for the claim lock.
-    " AND NOT EXISTS (SELECT 1 FROM crawl_host_claim h"
-    "                 WHERE h.crawl_id = $1 AND h.host = url_host(s.url)"
-    "                   AND h.last_claimed_at > clock_timestamp()"
-    "                       - make_interval(secs => (SELECT coalesce(c.host_delay_s,"
-    "                           nullif(current_setting('orch.default_host_delay_ms', true), '0')::float8 / 1000, 0)"
-    "                         FROM crawl c WHERE c.id = $1))) ";
-// Notes the claim time of each claimed snapshot's host (a CTE of the same statement).
-constexpr const char* k_host_stamp =
-    ", host_claimed AS (INSERT INTO crawl_host_claim (crawl_id, host, last_claimed_at)"
-    "   SELECT DISTINCT $1::uuid, url_host(c.url), clock_timestamp() FROM claimed c"
-    "   ON CONFLICT (crawl_id, host) DO UPDATE SET last_claimed_at = EXCLUDED.last_claimed_at)";
+const std::string k_claim_sql = work_states::claim_statement("", "", k_claim_select, "cardinality($3::uuid[])");
+const std::string k_host_limited_claim_sql = work_states::claim_statement("", "", k_claim_select, "1", "", true);
 
 } // namespace
-
-std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self, bool host_limited,
-                            bool fresh_after_first)
-{
-    // A join with `claimed` (estimated at one row) lets a plan made while the
-    // process table was young and cached on the connection scan the whole table
-    // for the one row; a key parameter is always an index probe.
-    const std::string pointed_row =
-        self.empty() ? "p.id = c.lease_owner" : fmt::format("p.id = {}::uuid AND c.lease_owner = p.id", self);
-    // row_number() may not share a SELECT with FOR UPDATE: the batch's rule is
-    // applied to the numbered rows.
-    const std::string numbered =
-        fresh_after_first ? "numbered AS (SELECT id, n FROM (SELECT id, attempts, row_number() OVER () AS n "
-                            "  FROM picked) r WHERE n = 1 OR attempts = 0), "
-                          : "numbered AS (SELECT id, row_number() OVER () AS n FROM picked), ";
-    const std::string pointed_from =
-        fresh_after_first ? "(SELECT id, lease_owner FROM claimed ORDER BY n LIMIT 1) c" : "claimed c";
-    return fmt::format(
-        "WITH {}picked AS ("
-        "  SELECT s.id, s.attempts FROM snapshot s "
-        "  WHERE s.crawl_id = $1 AND s.status IN ('queued', 'started') "
-        "    AND (s.lease_owner IS NULL "
-        "         OR ($6 AND s.lease_expires_at < now() AND NOT (s.lease_owner = ANY($5::uuid[])))) "
-        "    AND coalesce(s.retry_at, now()) <= now() {} "
-        "    AND EXISTS (SELECT 1 FROM crawl c WHERE c.id = $1 AND c.lease_owner = $2 "
-        "                AND c.status IN ('queued', 'started') AND c.cancel_requested_at IS NULL FOR SHARE) "
-        "  ORDER BY s.depth, s.retry_at, s.created_at "
-        "  LIMIT {} FOR UPDATE OF s SKIP LOCKED), "
-        "{}"
-        "owners AS (SELECT o, n FROM unnest($3::uuid[]) WITH ORDINALITY AS t(o, n)), "
-        "claimed AS ("
-        "  UPDATE snapshot s SET lease_owner = owners.o, lease_expires_at = now() + make_interval(secs => $4), "
-        "    status = CASE WHEN s.status = 'queued' THEN 'started' ELSE s.status END, "
-        // The wall clock, not now(): a host-limited claim's transaction may have waited
-        // for the crawl's claim lock, and its start is when it got it (as the host's
-        // last claim is stamped), not when the transaction began.
-        "    started_at = coalesce(s.started_at, clock_timestamp()), attempts = s.attempts + 1, modified_at = now() "
-        "  FROM numbered JOIN owners ON owners.n = numbered.n, {} "
-        "  WHERE s.id = numbered.id "
-        "  RETURNING s.id, s.lease_owner, s.attempts, numbered.n, s.url, s.depth), "
-        // An owner row that exists already (a worker claiming for itself) now names the
-        // snapshot it works on; rows created later get it at their creation. The row
-        // is found by its key: written `status <> 'exited'`, the condition matched the
-        // predicate of process_live_idx, and the planner, which counts only live rows
-        // in that index, scanned it whole instead, through the entries every hook that
-        // exited since the last vacuum left behind (hundreds of buffer reads per
-        // claim in a busy crawl). `IS TRUE` keeps the meaning and not the match.
-        "pointed AS (UPDATE process p SET snapshot_id = c.id, heartbeat_at = now() FROM {} "
-        "            WHERE {} AND (p.status <> 'exited') IS TRUE)"
-        "{}",
-        leading_ctes, host_limited ? gate + k_host_gate : gate, limit, numbered, k_async_commit, pointed_from,
-        pointed_row,
-        host_limited ? k_host_stamp + select : select);
-}
 
 pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const std::string& definition,
                         const std::vector<std::optional<std::string>>& params, const std::string& crawl_id,
@@ -187,17 +100,6 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
         out[row[3].as<std::size_t>() - 1] = claimed_snapshot(row, 0);
     }
     return out;
-}
-
-bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim)
-{
-    auto r = ride_out_transaction(conn, [&](pqxx::work& tx) {
-        return tx.exec_params("UPDATE snapshot SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                              " attempts = greatest(attempts - 1, 0), modified_at = now() "
-                              "WHERE id = $1 AND (lease_owner = $2) IS TRUE AND status <> 'sealed' RETURNING 1",
-                              claim.snapshot_id, claim.owner);
-    });
-    return !r.empty();
 }
 
 } // namespace orch

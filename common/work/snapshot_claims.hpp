@@ -69,29 +69,10 @@ std::vector<ClaimedSnapshot> claim_due_snapshots(pqxx::connection& conn, const s
                                                  const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                                  const ClaimScope& scope = {});
 
-// The claim statement of claim_due_snapshots for a caller that joins its own
-// work to it in one statement (SnapshotStore::seal_and_claim_next): its
-// parameters $1-$6 are claim_parameters(); `leading_ctes` ("name AS (...), ")
-// come first and may use $7 and up; `gate` ("AND ...") is one more condition on
-// every picked row; `select` is the statement's final query over the CTE
-// `claimed` (id, lease_owner, attempts, n, url, depth), and may start with more
-// CTEs of its own (", name AS (...) SELECT ..."); `limit` is how many rows
-// to pick, cardinality($3::uuid[]) for one per owner. A literal limit lets the
-// server keep the statement's generic plan (see seal_and_claim_next).
-// `self` ("$8"), when the one owner is the claiming process itself: its row is
-// then pointed at the claimed snapshot by that key (an index probe whatever the
-// statistics), not by a join with `claimed`.
-// `host_limited`: the statement also skips snapshots whose host is at its
-// crawl's max_per_host (ClaimScope::host_limited); run it through exec_claim.
-// `fresh_after_first`: of the rows picked, only the first may have been
-// attempted before; the others are claimed only if never attempted (a batch a
-// worker claims for itself, snapshot_batch.hpp: a snapshot that was retried
-// after its worker died is never behind another in a batch, so that the next
-// death is pinned on the one that caused it). With `self`, its row is pointed
-// at the first snapshot claimed.
-std::string claim_statement(const std::string& leading_ctes, const std::string& gate, const std::string& select,
-                            const std::string& limit, const std::string& self = "", bool host_limited = false,
-                            bool fresh_after_first = false);
+// (The claim statement itself, for a caller that joins its own work to it in
+// one statement, is work_states::claim_statement, work_states.hpp; its
+// parameters $1-$6 are claim_parameters().)
+
 // Runs a claim statement prepared as `name`: in autocommit, or, for a
 // host-limited crawl, in a transaction that first waits for the crawl's claim
 // lock (an advisory transaction lock on its id, taken by no other code), so
@@ -104,15 +85,11 @@ pqxx::result exec_claim(pqxx::connection& conn, const std::string& name, const s
                         const std::vector<std::optional<std::string>>& params, const std::string& crawl_id,
                         bool host_limited,
                         const std::function<std::optional<pqxx::result>()>& claimed_before = {});
+// The parameters $1-$6 of a claim statement (work_states::claim_statement).
 std::vector<std::string> claim_parameters(const std::string& crawl_id, const std::string& crawl_owner,
                                           const std::vector<std::string>& owners, std::chrono::seconds ttl,
                                           const ClaimScope& scope);
 // The claim in columns first .. first + 5 of a row in the shape of `claimed`.
 ClaimedSnapshot claimed_snapshot(const pqxx::row& row, pqxx::row::size_type first);
-
-// Gives back a claim whose worker never started (spawn failure): frees the lease,
-// makes the snapshot due now and takes back the attempt it counted. False if the
-// claim was no longer held by `claim.owner`.
-bool return_unstarted_claim(pqxx::connection& conn, const ClaimedSnapshot& claim);
 
 } // namespace orch

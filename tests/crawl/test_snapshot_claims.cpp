@@ -8,6 +8,7 @@
 #include "common/work/lease.hpp"
 #include "common/base/random_id.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/work_states.hpp"
 #include "crawl_worker/crawl_store.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
 #include "tests/support/pg_fixture.hpp"
@@ -270,9 +271,9 @@ TEST_CASE("batched claim: an unstarted claim is given back with its attempt", "[
     ClaimFixture f(1);
     auto claims = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(1), k_ttl);
     REQUIRE(claims.size() == 1);
-    CHECK(return_unstarted_claim(*f.conn, claims[0]));
+    CHECK(work_states::return_unstarted_claim(*f.conn, claims[0].snapshot_id, claims[0].owner));
     CHECK(f.scalar("SELECT attempts || '/' || coalesce(lease_owner::text, '-') FROM snapshot") == "0/-");
-    CHECK_FALSE(return_unstarted_claim(*f.conn, claims[0]));
+    CHECK_FALSE(work_states::return_unstarted_claim(*f.conn, claims[0].snapshot_id, claims[0].owner));
 }
 
 TEST_CASE("seal and claim next: one statement seals the held snapshot and leases the next due one to the same "
