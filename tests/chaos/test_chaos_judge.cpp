@@ -422,7 +422,7 @@ TrialResult trial(int index, FaultKind kind, bool injected)
 
 } // namespace
 
-TEST_CASE("a fault that was not injected is reported, and too few of a kind fail the run", "[chaos_judge]")
+TEST_CASE("a fault that was not injected is reported - too few of a kind fail the run", "[chaos_judge]")
 {
     std::vector<TrialResult> trials = {trial(1, FaultKind::kill_hook, true), trial(2, FaultKind::kill_hook, false),
                                        trial(3, FaultKind::pg_stop, false), trial(4, FaultKind::pg_stop, false),
