@@ -1,16 +1,20 @@
 #include "tests/support/command_runner.hpp"
 #include "tests/support/pg_fixture.hpp"
 #include "tests/support/scratch_dir.hpp"
+#include "tests/support/spawned_process.hpp"
 
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
+#include <signal.h>
 #include <sys/stat.h>
 
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <utility>
+#include <unistd.h>
 
 using namespace orch::test;
 
@@ -100,4 +104,78 @@ TEST_CASE("with no DATABASE_URL the private cluster under the data directory is 
     CHECK(run_command({orchestrator, "db", "status", "--data-dir", data}, no_db).exit_code == 0);
     CHECK(run_command({orchestrator, "db", "stop", "--data-dir", data}, no_db).exit_code == 0);
     CHECK(processes_mentioning(data + "/pg/cluster") == 0);
+}
+
+namespace {
+
+// Whether an orchestrator row of `machine` runs in the embedded cluster at `conninfo`
+// (false while the server is not up yet).
+bool orchestrator_running(const std::string& conninfo, const std::string& machine)
+{
+    try {
+        pqxx::connection conn(conninfo);
+        pqxx::read_transaction tx(conn);
+        return tx.exec_params1("SELECT count(*) FROM process WHERE process_type = 'orchestrator' "
+                               "AND status = 'running' AND machine_id = $1",
+                               machine)[0]
+                   .as<int>() == 1;
+    } catch (const std::exception&) {
+        return false;
+    }
+}
+
+} // namespace
+
+TEST_CASE("two daemons on one data directory share its embedded cluster - it stays up while either runs - the last "
+          "to leave stops it",
+          "[embedded]")
+{
+    ScratchDir dir("orch-emb2-");
+    ::chmod(dir.path().c_str(), 0755); // as root the server runs as `postgres`, which must reach it
+    auto data = (dir / "data").string();
+    auto orchestrator = bin_path("orchestrator").string();
+    std::map<std::string, std::string> no_db{{"DATABASE_URL", ""}, {"TEST_DATABASE_URL", ""}};
+    ClusterStopper stopper(orchestrator, data, no_db); // after the daemons are gone, however the test ends
+    const EnvChanges env{{"DATABASE_URL", std::nullopt}, {"TEST_DATABASE_URL", std::nullopt},
+                         {"ORCH_BUILTIN_PLUGINS_DIR", ""}, {"PLUGINS_DIR", (dir / "plugins").string()}};
+    auto daemon = [&](const std::string& machine) {
+        return std::make_unique<SpawnedProcess>(std::vector<std::string>{orchestrator, "--daemon", "--data-dir", data,
+                                                                         "--machine-id", machine},
+                                                env);
+    };
+    auto url = run_command({orchestrator, "db", "url", "--data-dir", data}, no_db);
+    REQUIRE(url.exit_code == 0);
+    const auto conninfo = url.out.substr(0, url.out.find('\n'));
+    auto status = [&] { return run_command({orchestrator, "db", "status", "--data-dir", data}, no_db).exit_code; };
+    REQUIRE(status() == 3);
+
+    // The first starts the server on demand; the second joins it.
+    auto first = daemon("emb-first");
+    REQUIRE(eventually([&] { return orchestrator_running(conninfo, "emb-first"); }, std::chrono::seconds(60)));
+    auto second = daemon("emb-second");
+    REQUIRE(eventually([&] { return orchestrator_running(conninfo, "emb-second"); }, std::chrono::seconds(30)));
+    CHECK(status() == 0);
+    CHECK(processes_mentioning(data + "/pg/cluster") >= 1);
+
+    // The one that started it leaves first: the server stays up for the other.
+    first->signal(SIGTERM);
+    REQUIRE(first->wait_for(std::chrono::seconds(30)));
+    INFO("first: " << first->err());
+    CHECK(first->exit_code() == 0);
+    CHECK(first->err().find("last user left") == std::string::npos);
+    ::usleep(1'000'000); // a stop on the way out would have happened by now
+    CHECK(status() == 0);
+    CHECK(orchestrator_running(conninfo, "emb-second"));
+    CHECK_FALSE(second->exited());
+    // The remaining user never lost its connection.
+    CHECK(second->err().find("lost the database connection") == std::string::npos);
+
+    // The last one out stops it: no server process is left, `db status` says stopped.
+    second->signal(SIGTERM);
+    REQUIRE(second->wait_for(std::chrono::seconds(30)));
+    INFO("second: " << second->err());
+    CHECK(second->exit_code() == 0);
+    CHECK(second->err().find("embedded PostgreSQL stopped (last user left)") != std::string::npos);
+    CHECK(status() == 3);
+    CHECK(eventually([&] { return processes_mentioning(data + "/pg/cluster") == 0; }, std::chrono::seconds(10)));
 }

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include <dirent.h>
+#include <filesystem>
 #include <fstream>
 #include <set>
 #include <netinet/in.h>
@@ -156,8 +157,13 @@ TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with 
             CHECK(ar[3].as<long>() > 0);
             auto files = nlohmann::json::parse(ar[2].as<std::string>());
             CHECK_FALSE(files.empty());
+            // Each listed file is there, with the size recorded for it.
+            const auto plugin_dir = run.data / "snapshots" / id / ar[0].as<std::string>();
             for (const auto& f : files) {
-                CHECK(f["size"].get<long>() >= 0);
+                const auto file = plugin_dir / f["path"].get<std::string>();
+                INFO(file);
+                REQUIRE(std::filesystem::is_regular_file(file));
+                CHECK(f["size"].get<std::uintmax_t>() == std::filesystem::file_size(file));
             }
             plugins.insert(ar[0].as<std::string>());
         }

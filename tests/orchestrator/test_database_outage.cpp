@@ -8,6 +8,7 @@
 #include "tests/support/command_runner.hpp"
 
 #include <catch2/catch.hpp>
+#include <fmt/format.h>
 
 #include <pqxx/pqxx>
 
@@ -336,4 +337,81 @@ TEST_CASE("a stop while the database is down tears every tree down with its grac
 
     std::ofstream(run.f.root.path() / "quick").put('\n'); // the hooks run again, briefly
     run.next_run_finishes(pg);
+}
+
+namespace {
+
+// The earliest hook start in the hook log after `since` (0 when there is none yet).
+double first_start_after(const OrchFixture& f, double since)
+{
+    double first = 0;
+    for (const auto& r : f.hook_runs()) {
+        if (r.start > since && (first == 0 || r.start < first)) {
+            first = r.start;
+        }
+    }
+    return first;
+}
+
+} // namespace
+
+TEST_CASE("after a PostgreSQL restart the idle daemon ridden out is woken by LISTEN/NOTIFY again - an added crawl "
+          "starts at once",
+          "[outage]")
+{
+    OrchFixture f;
+    ::chmod(f.root.path().c_str(), 0755); // as root the server runs as `postgres`, which must reach it
+    const auto data = f.root.path() / "outage-data";
+    fs::create_directories(data);
+    PrivateCluster cluster(data);
+    f.write_logging_hook("quick", "on_Snapshot__10_quick.sh", 0);
+    // Polled once in 10 minutes: a prompt start is a notification. (The loop also
+    // wakes for its recovery pass every 15 s; three prompt starts in a row are not
+    // that by chance.)
+    SpawnedProcess daemon({bin_path("orchestrator").string(), "--daemon", "--poll-interval", "600", "--database-url",
+                           cluster.conninfo(), "--data-dir", data.string(), "--machine-id", "machine-notify"},
+                          f.env({{"DB_OUTAGE_GRACE", "60"}}));
+    REQUIRE(eventually(
+        [&] {
+            return cluster.count("SELECT count(*) FROM process WHERE process_type = 'orchestrator' AND status = "
+                                 "'running'") == 1;
+        },
+        std::chrono::seconds(30)));
+    int added = 0;
+    // Adds one crawl of one URL; returns the seconds from just before the add to its hook's start.
+    auto add_and_time_start = [&] {
+        const double before = epoch_now();
+        auto r = run_command({bin_path("orchestrator").string(), "add", "--database-url", cluster.conninfo(),
+                              "--data-dir", data.string(), fmt::format("http://notify{}.test/", ++added)});
+        INFO(r.err);
+        REQUIRE(r.exit_code == 0);
+        double started = 0;
+        INFO(describe(daemon));
+        REQUIRE(eventually([&] { return (started = first_start_after(f, before)) > 0; }, std::chrono::seconds(40)));
+        REQUIRE(eventually(
+            [&] { return cluster.count("SELECT count(*) FROM crawl WHERE status <> 'sealed'") == 0; },
+            std::chrono::seconds(30)));
+        return started - before;
+    };
+    const double baseline = add_and_time_start();
+    MEASURE("outage notify: add to hook start before the restart " << baseline << " s");
+    CHECK(baseline < 3.0);
+
+    orch::chaos::PgControl pg(data);
+    REQUIRE(pg.available());
+    REQUIRE(pg.restart());
+    // The idle daemon meets the restart on its listening socket and reconnects.
+    CHECK(eventually([&] { return daemon.err().find("database connection back") != std::string::npos; },
+                     std::chrono::seconds(30)));
+    for (int i = 0; i < 3; ++i) {
+        const double latency = add_and_time_start();
+        MEASURE("outage notify: add to hook start after the restart " << latency << " s");
+        CHECK(latency < 3.0);
+    }
+    CHECK_FALSE(daemon.exited());
+    daemon.signal(SIGTERM);
+    REQUIRE(daemon.wait_for(std::chrono::seconds(30)));
+    INFO(describe(daemon));
+    CHECK(daemon.exit_code() == 0);
+    CHECK(cluster.count("SELECT count(*) FROM crawl WHERE status = 'sealed' AND outcome = 'succeeded'") == 4);
 }

@@ -126,4 +126,26 @@ TEST_CASE("normalise_host is what check_url stores as ValidUrl host", "[url][url
 {
     CHECK(normalise_host("B\xc3\x9c" "CHER.example.").host == std::optional<std::string>("xn--bcher-kva.example"));
     CHECK(normalise_host("a..b").error == "URL host has an empty label (two dots in a row, or a leading dot)");
+    // Each host through check_url: a host it accepts is stored exactly as
+    // normalise_host spells it (in ValidUrl::host and in the URL), one it refuses
+    // is refused with normalise_host's reason. The spellings differ from their
+    // normal form, so a check_url that stored the host as written would fail.
+    for (const std::string host : {"B\xc3\x9c" "CHER.example.", "Example.COM", "example.com.", "1.2.3.4.",
+                                   "[2001:DB8:0:0:0:0:0:1]", "[::FFFF:1.2.3.4]", "XN--BCHER-KVA.Example"}) {
+        INFO(host);
+        const auto expected = normalise_host(host);
+        REQUIRE(expected.host);
+        CHECK(*expected.host != host);
+        const auto v = ok("http://" + host + ":8080/p");
+        CHECK(v.host == *expected.host);
+        CHECK(v.url == "http://" + *expected.host + ":8080/p");
+    }
+    for (const std::string host : {std::string("a..b"), std::string("-a.example"), std::string("999.1.1.1"),
+                                   std::string("[gg::1]"), std::string(64, 'a') + ".example"}) {
+        INFO(host);
+        const auto expected = normalise_host(host);
+        REQUIRE_FALSE(expected.host);
+        REQUIRE_FALSE(expected.error.empty());
+        CHECK(bad("http://" + host + "/") == expected.error);
+    }
 }
