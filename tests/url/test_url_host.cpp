@@ -140,7 +140,7 @@ TEST_CASE("normalise_host is what check_url stores as ValidUrl host", "[url][url
         CHECK(v.host == *expected.host);
         CHECK(v.url == "http://" + *expected.host + ":8080/p");
     }
-    for (const std::string host : {std::string("a..b"), std::string("-a.example"), std::string("999.1.1.1"),
+    for (const std::string& host : {std::string("a..b"), std::string("-a.example"), std::string("999.1.1.1"),
                                    std::string("[gg::1]"), std::string(64, 'a') + ".example"}) {
         INFO(host);
         const auto expected = normalise_host(host);
