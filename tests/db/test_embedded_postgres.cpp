@@ -10,11 +10,11 @@
 #include <sys/stat.h>
 
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <utility>
-#include <unistd.h>
 
 using namespace orch::test;
 
@@ -136,6 +136,7 @@ TEST_CASE("two daemons on one data directory share its embedded cluster - it sta
     auto orchestrator = bin_path("orchestrator").string();
     std::map<std::string, std::string> no_db{{"DATABASE_URL", ""}, {"TEST_DATABASE_URL", ""}};
     ClusterStopper stopper(orchestrator, data, no_db); // after the daemons are gone, however the test ends
+    std::filesystem::create_directories(dir / "plugins"); // an empty plugins dir: no hooks, nothing to refuse
     const EnvChanges env{{"DATABASE_URL", std::nullopt}, {"TEST_DATABASE_URL", std::nullopt},
                          {"ORCH_BUILTIN_PLUGINS_DIR", ""}, {"PLUGINS_DIR", (dir / "plugins").string()}};
     auto daemon = [&](const std::string& machine) {
@@ -151,9 +152,16 @@ TEST_CASE("two daemons on one data directory share its embedded cluster - it sta
 
     // The first starts the server on demand; the second joins it.
     auto first = daemon("emb-first");
-    REQUIRE(eventually([&] { return orchestrator_running(conninfo, "emb-first"); }, std::chrono::seconds(60)));
+    const auto gone = [](SpawnedProcess& p) { return p.wait_for(std::chrono::milliseconds(0)); };
+    REQUIRE(eventually([&] { return gone(*first) || orchestrator_running(conninfo, "emb-first"); },
+                       std::chrono::seconds(60)));
+    INFO("first: " << first->err());
+    REQUIRE_FALSE(first->exited());
     auto second = daemon("emb-second");
-    REQUIRE(eventually([&] { return orchestrator_running(conninfo, "emb-second"); }, std::chrono::seconds(30)));
+    REQUIRE(eventually([&] { return gone(*second) || orchestrator_running(conninfo, "emb-second"); },
+                       std::chrono::seconds(30)));
+    INFO("second: " << second->err());
+    REQUIRE_FALSE(second->exited());
     CHECK(status() == 0);
     CHECK(processes_mentioning(data + "/pg/cluster") >= 1);
 
@@ -163,10 +171,10 @@ TEST_CASE("two daemons on one data directory share its embedded cluster - it sta
     INFO("first: " << first->err());
     CHECK(first->exit_code() == 0);
     CHECK(first->err().find("last user left") == std::string::npos);
-    ::usleep(1'000'000); // a stop on the way out would have happened by now
+    // A stop on its way out would have come before its exit: the server is up now.
     CHECK(status() == 0);
     CHECK(orchestrator_running(conninfo, "emb-second"));
-    CHECK_FALSE(second->exited());
+    CHECK_FALSE(gone(*second));
     // The remaining user never lost its connection.
     CHECK(second->err().find("lost the database connection") == std::string::npos);
 
