@@ -248,14 +248,12 @@ std::string CrawlStore::seal(const std::optional<std::string>& forced, const std
     }
     // The lease is gone: maybe because this seal committed on an earlier try
     // whose reply was lost with the connection (ride_out ran it again).
-    auto ours = exec_autocommit(m_conn, "crawl_store.sealed_already",
-                                "SELECT outcome FROM crawl WHERE id = $1 AND status = 'sealed' AND sealed_by = $2",
-                                m_crawl_id, m_owner);
-    if (ours.empty()) {
+    auto ours = work_states::sealed_outcome_by(m_conn, LeaseTable::crawl, m_crawl_id, m_owner);
+    if (!ours) {
         throw LeaseLost(fmt::format("lost the lease on crawl {} while sealing it", m_crawl_id));
     }
     log::info("crawl seal found committed by an earlier try", {{"crawl_id", m_crawl_id}});
-    return ours[0][0].as<std::string>();
+    return *ours;
 }
 
 } // namespace orch

@@ -50,8 +50,8 @@ LeaseRecovery release_dead_leases(pqxx::connection& conn)
                  " modified_at = now() FROM snapshot s JOIN process p ON p.id = s.lease_owner "
                  "WHERE s.lease_owner IS NOT NULL AND ar.snapshot_id = s.id AND ar.status = 'started' "
                  " AND p.status = 'exited' AND s.status <> 'sealed'");
-        out.snapshots = work_states::free_exited_snapshot_leases(tx);
-        out.crawls = work_states::free_exited_crawl_leases(tx);
+        out.snapshots = work_states::free_exited_leases(tx, LeaseTable::snapshot);
+        out.crawls = work_states::free_exited_leases(tx, LeaseTable::crawl);
         return out;
     });
 }

@@ -259,14 +259,12 @@ std::string SnapshotStore::sealed_already()
     // The seal statement matched nothing: the lease is gone. It may be gone
     // because this very seal committed on an earlier try and the reply was lost
     // with the connection (ride_out ran it again): then the row says we sealed it.
-    auto r = exec_autocommit(m_conn, "snapshot_store.sealed_already",
-                             "SELECT outcome FROM snapshot WHERE id = $1 AND status = 'sealed' AND sealed_by = $2",
-                             m_snapshot_id, m_owner);
-    if (r.empty()) {
+    auto ours = work_states::sealed_outcome_by(m_conn, LeaseTable::snapshot, m_snapshot_id, m_owner);
+    if (!ours) {
         throw LeaseLost(fmt::format("lost the lease on snapshot {} while sealing", m_snapshot_id));
     }
     log::info("snapshot seal found committed by an earlier try", {{"snapshot_id", m_snapshot_id}});
-    return r[0][0].as<std::string>();
+    return *ours;
 }
 
 SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string& crawl_owner,

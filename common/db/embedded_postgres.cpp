@@ -3,6 +3,7 @@
 #include "common/base/boost_process.hpp"
 #include "common/base/errors.hpp"
 #include "common/base/log.hpp"
+#include "common/db/conninfo_value.hpp"
 
 #include <fmt/format.h>
 #include <pqxx/pqxx>
@@ -128,18 +129,6 @@ int run_tool(const fs::path& exe, const std::vector<std::string>& args, const Se
     }
     bp::process proc(ctx, exe, args, bp::process_stdio{nullptr, log.get(), log.get()}, DropPrivileges{user});
     return proc.wait();
-}
-
-std::string quote_conninfo_value(const std::string& v)
-{
-    std::string out = "'";
-    for (char c : v) {
-        if (c == '\'' || c == '\\') {
-            out += '\\';
-        }
-        out += c;
-    }
-    return out + "'";
 }
 
 std::string config_string_literal(const std::string& v)

@@ -153,11 +153,16 @@ ProcessOutcome Supervisor::wait(const std::string& row_id, std::optional<millise
     // written and settled before returning.
     InFlightGuard guard{*this};
     auto outcome = m_trees.wait(row_id, timeout, grace);
+    write_held_exits_deferrable();
+    return outcome;
+}
+
+void Supervisor::write_held_exits_deferrable()
+{
     deferrable([this] {
         send_held_exits();
         settle_write();
     });
-    return outcome;
 }
 
 std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>& row_ids,
@@ -166,10 +171,7 @@ std::vector<ProcessOutcome> Supervisor::teardown(const std::vector<std::string>&
     OutageWaitsDeferred defer; // as in wait()
     InFlightGuard guard{*this};
     auto outcomes = m_trees.teardown(row_ids, grace, term_target);
-    deferrable([this] {
-        send_held_exits();
-        settle_write();
-    });
+    write_held_exits_deferrable();
     return outcomes;
 }
 

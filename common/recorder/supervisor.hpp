@@ -259,6 +259,9 @@ private:
     // again meanwhile), except under OutageWaitsDeferred, where it returns with
     // them held; otherwise throws what PendingStatement::finish throws.
     void settle_write();
+    // Sends what is held and settles it, as a deferrable step: the end of
+    // wait() and teardown().
+    void write_held_exits_deferrable();
     // Runs a step that writes rows. Under OutageWaitsDeferred (wait(),
     // teardown()) a lost connection is not waited for: what the step would have
     // written stays held (exits, running writes, the heartbeat's due time) for a

@@ -11,24 +11,25 @@ Lease::Lease(LeaseTable table, std::string item_id, std::string owner, std::chro
 {
 }
 
-std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
-                                  const std::string& owner, std::chrono::seconds ttl)
+std::optional<Lease> Lease::held(LeaseTable table, const std::string& item_id, const std::string& owner,
+                                 std::chrono::seconds ttl, std::optional<int> attempts)
 {
-    auto attempts = work_states::claim(conn, table, item_id, owner, ttl);
     if (!attempts) {
         return std::nullopt;
     }
     return Lease(table, item_id, owner, ttl, *attempts);
 }
 
+std::optional<Lease> Lease::claim(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                  const std::string& owner, std::chrono::seconds ttl)
+{
+    return held(table, item_id, owner, ttl, work_states::claim(conn, table, item_id, owner, ttl));
+}
+
 std::optional<Lease> Lease::adopt(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
                                   const std::string& owner, std::chrono::seconds ttl)
 {
-    auto attempts = work_states::adopt(conn, table, item_id, owner, ttl);
-    if (!attempts) {
-        return std::nullopt;
-    }
-    return Lease(table, item_id, owner, ttl, *attempts);
+    return held(table, item_id, owner, ttl, work_states::adopt(conn, table, item_id, owner, ttl));
 }
 
 Lease Lease::granted(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts,

@@ -72,6 +72,9 @@ public:
 
 private:
     Lease(LeaseTable table, std::string item_id, std::string owner, std::chrono::seconds ttl, int attempts);
+    // The lease a claim or an adoption returned attempts for; nullopt when it did not.
+    static std::optional<Lease> held(LeaseTable table, const std::string& item_id, const std::string& owner,
+                                     std::chrono::seconds ttl, std::optional<int> attempts);
     LeaseTable m_table;
     std::string m_item_id;
     std::string m_owner;

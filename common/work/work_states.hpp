@@ -44,6 +44,13 @@ namespace work_states {
 // ---------------------------------------------------------------------------
 // One item's lease (crawl or snapshot): the operations of class Lease.
 
+// A read, for a seal that matched nothing (its lease gone): the item's outcome
+// when it is sealed by `owner` (this very seal, committed on an earlier try
+// whose reply was lost with the connection), else nullopt. Autocommit; rides
+// out an outage.
+std::optional<std::string> sealed_outcome_by(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                             const std::string& owner);
+
 // Claims `item_id` for `owner` if it is queued or started and its lease is
 // free, expired, or already `owner`'s: the lease runs `ttl` from now, a queued
 // item becomes started (started_at set once), one attempt is counted. Returns
@@ -98,8 +105,7 @@ void release_crawl_of_exited(pqxx::connection& conn, const std::string& crawl_id
 // Recovery: frees every unsealed snapshot's (crawl's) lease whose owner row
 // says exited, due now. Returns how many. Run the snapshot one after the
 // caller's own writes that find the snapshots by their dead lease.
-int free_exited_snapshot_leases(pqxx::work& tx);
-int free_exited_crawl_leases(pqxx::work& tx);
+int free_exited_leases(pqxx::work& tx, LeaseTable table);
 
 // ---------------------------------------------------------------------------
 // Crawls: the crawl worker, before and after its claim (CrawlStore).

@@ -79,28 +79,6 @@ void release_crawl_of_exited(pqxx::connection& conn, const std::string& crawl_id
     });
 }
 
-// Both start from the leased rows ("lease_owner IS NOT NULL" picks the partial
-// indexes of migration 0006): a handful, however long the history.
-int free_exited_snapshot_leases(pqxx::work& tx)
-{
-    return static_cast<int>(
-        tx.exec0("UPDATE snapshot s SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                 " modified_at = now() FROM process p "
-                 "WHERE s.lease_owner IS NOT NULL AND p.id = s.lease_owner AND p.status = 'exited' "
-                 " AND s.status <> 'sealed'")
-            .affected_rows());
-}
-
-int free_exited_crawl_leases(pqxx::work& tx)
-{
-    return static_cast<int>(
-        tx.exec0("UPDATE crawl c SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
-                 " modified_at = now() FROM process p "
-                 "WHERE c.lease_owner IS NOT NULL AND p.id = c.lease_owner AND p.status = 'exited' "
-                 " AND c.status <> 'sealed'")
-            .affected_rows());
-}
-
 bool pause_refused_crawl(pqxx::work& tx, const std::string& crawl_id, const std::optional<std::string>& lease_holder,
                          const std::optional<std::string>& cookie)
 {

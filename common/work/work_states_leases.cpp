@@ -99,4 +99,30 @@ bool release(pqxx::connection& conn, LeaseTable table, const std::string& item_i
     return !r.empty();
 }
 
+std::optional<std::string> sealed_outcome_by(pqxx::connection& conn, LeaseTable table, const std::string& item_id,
+                                             const std::string& owner)
+{
+    auto r = exec_autocommit(
+        conn, fmt::format("work_states.sealed_outcome_by.{}", table_name(table)),
+        fmt::format("SELECT outcome FROM {} WHERE id = $1 AND status = 'sealed' AND sealed_by = $2", table_name(table)),
+        item_id, owner);
+    if (r.empty()) {
+        return std::nullopt;
+    }
+    return r[0][0].as<std::string>();
+}
+
+// Starts from the leased rows ("lease_owner IS NOT NULL" picks the partial
+// indexes of migration 0006): a handful, however long the history.
+int free_exited_leases(pqxx::work& tx, LeaseTable table)
+{
+    return static_cast<int>(
+        tx.exec0(fmt::format("UPDATE {0} t SET lease_owner = NULL, lease_expires_at = NULL, retry_at = now(), "
+                             " modified_at = now() FROM process p "
+                             "WHERE t.lease_owner IS NOT NULL AND p.id = t.lease_owner AND p.status = 'exited' "
+                             " AND t.status <> 'sealed'",
+                             table_name(table)))
+            .affected_rows());
+}
+
 } // namespace orch::work_states

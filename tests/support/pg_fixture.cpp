@@ -1,5 +1,6 @@
 #include "tests/support/pg_fixture.hpp"
 
+#include "common/db/conninfo_value.hpp"
 #include "common/db/migrate.hpp"
 
 #include <fmt/format.h>
@@ -17,18 +18,6 @@ std::string env_or_empty(const char* name)
 {
     const char* v = std::getenv(name);
     return v == nullptr ? std::string{} : std::string(v);
-}
-
-std::string quote_value(const std::string& v)
-{
-    std::string out = "'";
-    for (char c : v) {
-        if (c == '\'' || c == '\\') {
-            out += '\\';
-        }
-        out += c;
-    }
-    return out + "'";
 }
 
 } // namespace
@@ -61,12 +50,12 @@ std::string with_conninfo_options(const std::string& conninfo,
         if (o->val == nullptr || changes.count(o->keyword) != 0) {
             continue;
         }
-        out += fmt::format("{}={} ", o->keyword, quote_value(o->val));
+        out += fmt::format("{}={} ", o->keyword, quote_conninfo_value(o->val));
     }
     PQconninfoFree(options);
     for (const auto& [keyword, value] : changes) {
         if (value) {
-            out += fmt::format("{}={} ", keyword, quote_value(*value));
+            out += fmt::format("{}={} ", keyword, quote_conninfo_value(*value));
         }
     }
     if (!out.empty()) {
