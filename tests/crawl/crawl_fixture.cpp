@@ -21,36 +21,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Process state letter from /proc/<pid>/stat ('?' if unreadable).
-char proc_state(pid_t pid)
-{
-    auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
-    auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size()) {
-        return '?';
-    }
-    return stat[close + 2];
-}
-
-std::string nul_to_space(std::string s)
-{
-    std::replace(s.begin(), s.end(), '\0', ' ');
-    return s;
-}
-
-// A bash preamble for every test hook: the hook arguments as variables.
-constexpr const char* k_preamble = R"(#!/usr/bin/env bash
-set -u
-url=""; snap=""; crawl=""
-for arg in "$@"; do
-  case "$arg" in
-    --url=*) url="${arg#--url=}" ;;
-    --snapshot-id=*) snap="${arg#--snapshot-id=}" ;;
-    --crawl-id=*) crawl="${arg#--crawl-id=}" ;;
-  esac
-done
-)";
-
 } // namespace
 
 std::string read_text(const fs::path& path)
@@ -69,12 +39,6 @@ std::vector<std::string> read_lines(const fs::path& path)
         out.push_back(line);
     }
     return out;
-}
-
-bool process_alive(pid_t pid)
-{
-    char state = proc_state(pid);
-    return state != '?' && state != 'Z' && state != 'X';
 }
 
 CrawlWorkerProcess::CrawlWorkerProcess(const std::vector<std::string>& argv, const CrawlEnv& env, fs::path log)
@@ -151,33 +115,7 @@ std::string CrawlWorkerProcess::output() const
     return read_text(m_log);
 }
 
-CrawlFixture::CrawlFixture() : root("orch-cw-"), plugins(root / "plugins"), data(root / "data")
-{
-    fs::create_directories(plugins);
-    fs::create_directories(data);
-}
-
-pqxx::connection& CrawlFixture::conn()
-{
-    if (!m_conn) {
-        m_conn = db.connect();
-    }
-    return *m_conn;
-}
-
-std::string CrawlFixture::add_crawl(const std::vector<std::string>& urls, const std::vector<std::string>& options)
-{
-    std::vector<std::string> argv = {bin_path("orchestrator").string(), "add", "--database-url", db.url(),
-                                     "--data-dir", data.string()};
-    argv.insert(argv.end(), options.begin(), options.end());
-    argv.insert(argv.end(), urls.begin(), urls.end());
-    auto r = run_command(argv);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    auto id = r.out.substr(0, r.out.find('\n'));
-    REQUIRE(id.size() == 36);
-    return id;
-}
+CrawlFixture::CrawlFixture() : ScratchArchive("orch-cw-") {}
 
 std::vector<std::string> CrawlFixture::site_urls(int n)
 {
@@ -186,22 +124,6 @@ std::vector<std::string> CrawlFixture::site_urls(int n)
         out.push_back("http://site.test/" + std::to_string(i));
     }
     return out;
-}
-
-fs::path CrawlFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)
-{
-    auto dir = plugins / plugin;
-    fs::create_directories(dir);
-    auto path = dir / file;
-    std::ofstream(path) << k_preamble << body << "\n";
-    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-    return path;
-}
-
-void CrawlFixture::write_config(const std::string& plugin, const std::string& json)
-{
-    fs::create_directories(plugins / plugin);
-    std::ofstream(plugins / plugin / "config.json") << json;
 }
 
 CrawlEnv CrawlFixture::env(const CrawlEnv& extra) const
@@ -241,69 +163,6 @@ std::unique_ptr<CrawlWorkerProcess> CrawlFixture::run(const std::string& crawl_i
     INFO(p->output());
     REQUIRE(done);
     return p;
-}
-
-std::string CrawlFixture::scalar(const std::string& sql)
-{
-    return test::scalar(conn(), sql);
-}
-
-std::vector<std::vector<std::string>> CrawlFixture::rows(const std::string& sql)
-{
-    return query(conn(), sql);
-}
-
-void CrawlFixture::exec(const std::string& sql)
-{
-    execute(conn(), sql);
-}
-
-std::string CrawlFixture::quote(const std::string& text)
-{
-    return conn().quote(text);
-}
-
-std::vector<std::string> CrawlFixture::leftover_processes()
-{
-    std::vector<std::string> cookies;
-    for (const auto& row : rows("SELECT cookie FROM process WHERE cookie IS NOT NULL")) {
-        cookies.push_back(std::string("ORCH_PROCESS_COOKIE=") + row[0]);
-    }
-    std::vector<std::string> out;
-    std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
-    while (auto* entry = ::readdir(proc.get())) {
-        std::string name = entry->d_name;
-        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) {
-            continue;
-        }
-        pid_t pid = std::stoi(name);
-        if (pid == ::getpid() || !process_alive(pid)) {
-            continue;
-        }
-        auto cmdline = nul_to_space(read_text("/proc/" + name + "/cmdline"));
-        auto environ = read_text("/proc/" + name + "/environ");
-        bool ours = cmdline.find(root.path().string()) != std::string::npos;
-        std::istringstream vars(environ);
-        for (std::string var; !ours && std::getline(vars, var, '\0');) {
-            ours = std::find(cookies.begin(), cookies.end(), var) != cookies.end();
-        }
-        if (ours) {
-            out.push_back(name + " " + cmdline);
-        }
-    }
-    return out;
-}
-
-std::vector<std::string> CrawlFixture::wait_no_leftovers(std::chrono::milliseconds timeout)
-{
-    std::vector<std::string> left;
-    poll_until(
-        [&] {
-            left = leftover_processes();
-            return left.empty();
-        },
-        timeout);
-    return left;
 }
 
 } // namespace orch::test

@@ -1,7 +1,7 @@
 #pragma once
 
-#include "tests/support/pg_fixture.hpp"
-#include "tests/support/scratch_dir.hpp"
+#include "tests/support/proc_state.hpp"
+#include "tests/support/scratch_archive.hpp"
 
 #include <sys/types.h>
 #include <unistd.h>
@@ -47,28 +47,15 @@ private:
     std::filesystem::path m_log;
 };
 
-// A scratch database and a temp root holding a plugins directory and a data
-// directory; helpers to write hooks, add crawls, run the real crawl_worker and
-// look at what it left in the database and the OS. The temp root is removed on
-// destruction unless ORCH_KEEP_TEST_DIRS is set.
-class CrawlFixture {
+// A scratch archive (database, plugins and data directories, its hooks and
+// crawls) with helpers to run the real crawl_worker and look at what it left
+// in the database and the OS.
+class CrawlFixture : public ScratchArchive {
 public:
     CrawlFixture();
 
-    ScratchDatabase db;
-    ScratchDir root; // before everything that lives in it
-    std::filesystem::path plugins;
-    std::filesystem::path data;
-
-    // `orchestrator add` of `urls` with extra options (--depth 1 ...); returns the crawl id.
-    std::string add_crawl(const std::vector<std::string>& urls, const std::vector<std::string>& options = {});
     // http://site.test/1 .. /n
     static std::vector<std::string> site_urls(int n);
-
-    // Writes plugins/<plugin>/<file> (a bash script body; a standard preamble
-    // sets $url, $snap and $crawl from the hook arguments).
-    std::filesystem::path write_hook(const std::string& plugin, const std::string& file, const std::string& body);
-    void write_config(const std::string& plugin, const std::string& json);
 
     // Environment of every crawl_worker run: no built-in plugins, our plugins
     // dir, a 1 s teardown grace; `extra` on top.
@@ -79,24 +66,10 @@ public:
     std::unique_ptr<CrawlWorkerProcess> run(const std::string& crawl_id, const CrawlEnv& extra = {},
                                             std::chrono::milliseconds timeout = std::chrono::seconds(90));
 
-    // First column of the first row of `sql` ("" for NULL or no row).
-    std::string scalar(const std::string& sql);
-    long count(const std::string& sql) { return std::stol(scalar(sql)); }
-    // All rows, each column as text ("" for NULL).
-    std::vector<std::vector<std::string>> rows(const std::string& sql);
-    void exec(const std::string& sql);
-    // `text` quoted as an SQL literal.
-    std::string quote(const std::string& text);
-
-    // Live (non-zombie) processes carrying one of the cookies recorded in the
-    // process table, or naming the temp root on their command line: "pid cmdline".
-    std::vector<std::string> leftover_processes();
-    // Polls until leftover_processes() is empty; returns what is still left.
-    std::vector<std::string> wait_no_leftovers(std::chrono::milliseconds timeout = std::chrono::seconds(10));
+    // Live processes of any process row, or naming the temp root: our_processes().
+    std::vector<std::string> leftover_processes() { return our_processes(); }
 
 private:
-    pqxx::connection& conn();
-    std::unique_ptr<pqxx::connection> m_conn;
     int m_runs = 0;
 };
 
@@ -119,7 +92,5 @@ bool poll_until(F&& condition, std::chrono::milliseconds timeout)
 // Text of a file ("" if absent) and its lines.
 std::string read_text(const std::filesystem::path& path);
 std::vector<std::string> read_lines(const std::filesystem::path& path);
-// Whether `pid` names a live (non-zombie) process.
-bool process_alive(pid_t pid);
 
 } // namespace orch::test

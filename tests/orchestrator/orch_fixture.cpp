@@ -18,30 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-// Process state letter from /proc/<pid>/stat ('?' if unreadable).
-char proc_state(pid_t pid)
-{
-    auto stat = read_file_text("/proc/" + std::to_string(pid) + "/stat");
-    auto close = stat.rfind(')');
-    if (close == std::string::npos || close + 2 >= stat.size()) {
-        return '?';
-    }
-    return stat[close + 2];
-}
-
-// A bash preamble for every test hook: the hook arguments as variables.
-constexpr const char* k_preamble = R"(#!/usr/bin/env bash
-set -u
-url=""; snap=""; crawl=""
-for arg in "$@"; do
-  case "$arg" in
-    --url=*) url="${arg#--url=}" ;;
-    --snapshot-id=*) snap="${arg#--snapshot-id=}" ;;
-    --crawl-id=*) crawl="${arg#--crawl-id=}" ;;
-  esac
-done
-)";
-
 } // namespace
 
 std::string read_file_text(const fs::path& path)
@@ -50,12 +26,6 @@ std::string read_file_text(const fs::path& path)
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
-}
-
-bool process_alive(pid_t pid)
-{
-    char state = proc_state(pid);
-    return state != '?' && state != 'Z' && state != 'X';
 }
 
 double cpu_seconds(pid_t pid)
@@ -86,34 +56,7 @@ std::string describe(const SpawnedProcess& p)
     return "exit " + std::to_string(p.exit_code()) + " signal " + std::to_string(p.term_signal()) + "\n" + err;
 }
 
-OrchFixture::OrchFixture()
-    : root("orch-or-"), plugins(root / "plugins"), data(root / "data"), hook_log(root / "hooks.log")
-{
-    fs::create_directories(plugins);
-    fs::create_directories(data);
-}
-
-pqxx::connection& OrchFixture::conn()
-{
-    if (!m_conn) {
-        m_conn = db.connect();
-    }
-    return *m_conn;
-}
-
-std::string OrchFixture::add_crawl(const std::vector<std::string>& urls, const std::vector<std::string>& options)
-{
-    std::vector<std::string> argv = {bin_path("orchestrator").string(), "add", "--database-url", db.url(),
-                                     "--data-dir", data.string()};
-    argv.insert(argv.end(), options.begin(), options.end());
-    argv.insert(argv.end(), urls.begin(), urls.end());
-    auto r = run_command(argv);
-    INFO(r.err);
-    REQUIRE(r.exit_code == 0);
-    auto id = r.out.substr(0, r.out.find('\n'));
-    REQUIRE(id.size() == 36);
-    return id;
-}
+OrchFixture::OrchFixture() : ScratchArchive("orch-or-"), hook_log(root / "hooks.log") {}
 
 std::vector<std::string> OrchFixture::site_urls(int n, const std::string& prefix)
 {
@@ -122,18 +65,6 @@ std::vector<std::string> OrchFixture::site_urls(int n, const std::string& prefix
         out.push_back(prefix + std::to_string(i));
     }
     return out;
-}
-
-fs::path OrchFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)
-{
-    auto dir = plugins / plugin;
-    fs::create_directories(dir);
-    auto path = dir / file;
-    auto tmp = dir / (file + ".tmp");
-    std::ofstream(tmp) << k_preamble << body << "\n";
-    fs::permissions(tmp, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-    fs::rename(tmp, path); // atomic: a hook starting meanwhile runs the old or the new text
-    return path;
 }
 
 void OrchFixture::write_logging_hook(const std::string& plugin, const std::string& file, double seconds,
@@ -234,69 +165,6 @@ bool OrchFixture::wait_registered(pid_t pid, std::chrono::milliseconds timeout)
                          "AND pid = " + std::to_string(pid)) == 1;
         },
         timeout);
-}
-
-std::string OrchFixture::scalar(const std::string& sql)
-{
-    return test::scalar(conn(), sql);
-}
-
-std::vector<std::vector<std::string>> OrchFixture::rows(const std::string& sql)
-{
-    return query(conn(), sql);
-}
-
-void OrchFixture::exec(const std::string& sql)
-{
-    execute(conn(), sql);
-}
-
-std::string OrchFixture::quote(const std::string& text)
-{
-    return conn().quote(text);
-}
-
-std::vector<std::string> OrchFixture::our_processes(const std::string& where, bool by_path)
-{
-    std::vector<std::string> cookies;
-    for (const auto& row : rows("SELECT cookie FROM process WHERE cookie IS NOT NULL AND (" + where + ")")) {
-        cookies.push_back("ORCH_PROCESS_COOKIE=" + row[0]);
-    }
-    std::vector<std::string> out;
-    std::unique_ptr<DIR, int (*)(DIR*)> proc(::opendir("/proc"), ::closedir);
-    while (auto* entry = ::readdir(proc.get())) {
-        std::string name = entry->d_name;
-        if (name.empty() || !std::all_of(name.begin(), name.end(), ::isdigit)) {
-            continue;
-        }
-        pid_t pid = std::stoi(name);
-        if (pid == ::getpid() || !process_alive(pid)) {
-            continue;
-        }
-        auto cmdline = read_file_text("/proc/" + name + "/cmdline");
-        std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
-        bool ours = by_path && cmdline.find(root.path().string()) != std::string::npos;
-        std::istringstream vars(read_file_text("/proc/" + name + "/environ"));
-        for (std::string var; !ours && std::getline(vars, var, '\0');) {
-            ours = std::find(cookies.begin(), cookies.end(), var) != cookies.end();
-        }
-        if (ours) {
-            out.push_back(name + " " + cmdline);
-        }
-    }
-    return out;
-}
-
-std::vector<std::string> OrchFixture::wait_no_leftovers(std::chrono::milliseconds timeout)
-{
-    std::vector<std::string> left;
-    eventually(
-        [&] {
-            left = our_processes();
-            return left.empty();
-        },
-        timeout);
-    return left;
 }
 
 long overlapping_process_rows(OrchFixture& f, const std::string& where, const std::string& key)

@@ -1,6 +1,7 @@
 #include "tests/security/security_fixture.hpp"
 
 #include "tests/support/db_query.hpp"
+#include "tests/support/scratch_archive.hpp"
 #include "tests/chaos/db_query.hpp"
 
 #include <catch2/catch.hpp>
@@ -12,18 +13,6 @@ namespace orch::test {
 namespace fs = std::filesystem;
 
 namespace {
-
-constexpr const char* k_preamble = R"(#!/usr/bin/env bash
-set -u
-url=""; snap=""; crawl=""
-for arg in "$@"; do
-  case "$arg" in
-    --url=*) url="${arg#--url=}" ;;
-    --snapshot-id=*) snap="${arg#--snapshot-id=}" ;;
-    --crawl-id=*) crawl="${arg#--crawl-id=}" ;;
-  esac
-done
-)";
 
 bool has(const std::vector<std::string>& args, const std::string& opt)
 {
@@ -50,11 +39,7 @@ SecurityFixture::SecurityFixture()
 
 fs::path SecurityFixture::write_hook(const std::string& plugin, const std::string& file, const std::string& body)
 {
-    fs::create_directories(plugins / plugin);
-    auto path = plugins / plugin / file;
-    std::ofstream(path) << k_preamble << body << "\n";
-    fs::permissions(path, fs::perms::owner_all | fs::perms::group_read | fs::perms::others_read);
-    return path;
+    return write_test_hook(plugins, plugin, file, body);
 }
 
 std::string SecurityFixture::add_crawl(const std::vector<std::string>& urls)
