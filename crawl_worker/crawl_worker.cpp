@@ -109,7 +109,7 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
     auto grace = std::chrono::seconds(read_int_setting(setting::teardown_grace));
     int max_attempts = read_int_setting(setting::snapshot_max_attempts);
     const auto lease_ttl = lease_ttl_from_env();
-    const auto max_log_bytes = hook_log_max_bytes_from_env();
+    const auto max_log_bytes = read_setting(setting::hook_log_max_bytes);
     const auto host_rules = machine_host_rules();
     apply_host_rules(conn, host_rules);
 

@@ -9,7 +9,7 @@
 #include "common/config/sd_watchdog.hpp"
 #include "common/base/stop_signals.hpp"
 #include "common/recorder/supervisor.hpp"
-#include "orchestrator/orchestrator_run.hpp"
+#include "orchestrator/run_options.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -38,7 +38,7 @@ ExitCode run_orchestrator(const CommonOptions& common, const RunOptions& options
     // anything is written.
     check_settings();
     const auto lease_ttl = lease_ttl_from_env();
-    const auto max_log_bytes = hook_log_max_bytes_from_env();
+    const auto max_log_bytes = read_setting(setting::hook_log_max_bytes);
     auto db = Database::open(common, data_dir);
     auto& conn = db.conn();
     apply_migrations(conn);

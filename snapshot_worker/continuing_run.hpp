@@ -9,7 +9,7 @@
 #include "snapshot_worker/snapshot_batch.hpp"
 #include "snapshot_worker/snapshot_run.hpp"
 #include "snapshot_worker/snapshot_store.hpp"
-#include "snapshot_worker/snapshot_worker.hpp"
+#include "snapshot_worker/snapshot_worker_options.hpp"
 
 #include <pqxx/pqxx>
 

@@ -3,7 +3,7 @@
 #include "common/hooks/hook_discovery.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/work/work_states.hpp"
-#include "snapshot_worker/snapshot_store.hpp"
+#include "snapshot_worker/result_state.hpp"
 
 #include <pqxx/pqxx>
 

@@ -5,6 +5,7 @@
 #include "common/hooks/output_files.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "snapshot_worker/result_state.hpp"
 #include "snapshot_worker/result_write_behind.hpp"
 
 #include <nlohmann/json.hpp>
@@ -30,11 +31,6 @@ struct SnapshotRecord {
     bool host_limited = false;     // the crawl has per-host rules (ClaimScope::host_limited)
     nlohmann::json crawl_config = nlohmann::json::object();
     bool crawl_cancelled = false;
-};
-
-struct ResultState {
-    std::string id;
-    std::string status;
 };
 
 // The snapshot's rows, written only while `owner` holds the snapshot's lease:

@@ -75,7 +75,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
         static_cast<long long>(read_int_setting(setting::teardown_grace)) * 1000);
     scope.data_dir = data_dir;
     const auto ttl = lease_ttl_from_env();
-    const auto max_log_bytes = hook_log_max_bytes_from_env();
+    const auto max_log_bytes = read_setting(setting::hook_log_max_bytes);
     scope.max_snapshots = read_int_setting(setting::snapshot_worker_max_snapshots);
     scope.ttl = ttl;
     // The machine's default per-host rules govern a crawl that has none of its own.

@@ -1,7 +1,6 @@
 #include "common/config/env_setting.hpp"
 
 #include "common/base/errors.hpp"
-#include "common/config/settings.hpp"
 
 #include <fmt/format.h>
 
@@ -50,11 +49,6 @@ std::uint64_t env_uint64(const char* name, std::uint64_t fallback, std::uint64_t
         throw ConfigError(fmt::format("{} must be a whole number from {} to {}, got '{}'", name, min, max, v));
     }
     return n;
-}
-
-std::uint64_t hook_log_max_bytes_from_env()
-{
-    return read_setting(setting::hook_log_max_bytes);
 }
 
 } // namespace orch

@@ -3,8 +3,8 @@
 // Internal to process_table.cpp and process_exit_writes.cpp: how process-row
 // values become statement parameters and back. Not a public interface.
 
-#include "common/recorder/process_table.hpp"
 #include "common/base/utf8.hpp"
+#include "common/supervision/resource_usage.hpp"
 
 #include <pqxx/pqxx>
 

@@ -38,7 +38,7 @@ struct SupervisorOptions {
     std::size_t tail_bytes = 4096;
     // A child's stdout/stderr log keeps at most about this much on disk; older
     // output is deallocated (see log_bound.hpp). The executables set it from
-    // HOOK_LOG_MAX_BYTES (hook_log_max_bytes_from_env).
+    // HOOK_LOG_MAX_BYTES (read_setting(setting::hook_log_max_bytes)).
     std::uint64_t max_log_bytes = 64ull << 20;
     // How long a hook's exit is held for a later statement to carry it (see
     // Supervisor::take_held_exits).

@@ -3,6 +3,8 @@
 that common/CMakeLists.txt declares (ORCH_COMMON_LAYERS), so no folder reaches a
 later one, two folders never include each other, and common/ includes nothing of
 the executables or the tests. Folders listed in NO_POSTGRES include no libpqxx.
+Across the production code (common/ and the executables), no two units (a
+.hpp/.cpp pair) depend on each other, directly or round a longer cycle.
 
     check_layers.py SOURCE_DIR      check the tree; exit 1 and list each breach
     check_layers.py --self-test     show that each kind of breach is caught
@@ -76,7 +78,64 @@ def breaches(root):
             for other in set(link.findall(f.read())):
                 if other != layer and other in rank and rank[other] > rank[layer]:
                     found.append(f"common/{layer}/CMakeLists.txt: links common_{other}, a later layer")
+    found += unit_cycles(root)
     return found, edges
+
+
+PRODUCTION = ("common", "orchestrator", "crawl_worker", "snapshot_worker")
+
+
+def unit_cycles(root):
+    """Units (a path without its .hpp/.cpp) that reach themselves through their
+    includes: each cycle once, as its members in order."""
+    deps = {}
+    for top in PRODUCTION:
+        for dirpath, _, files in os.walk(os.path.join(root, top)):
+            for name in files:
+                if not name.endswith((".hpp", ".cpp")):
+                    continue
+                rel = os.path.relpath(os.path.join(dirpath, name), root)
+                unit = rel.rsplit(".", 1)[0]
+                with open(os.path.join(dirpath, name), errors="replace") as f:
+                    targets = INCLUDE.findall(f.read())
+                deps.setdefault(unit, set()).update(
+                    t.rsplit(".", 1)[0] for t in targets if t.split("/")[0] in PRODUCTION and t.rsplit(".", 1)[0] != unit)
+    # Tarjan's strongly connected components, iteratively.
+    index, low, on_stack, stack, cycles, counter = {}, {}, set(), [], [], [0]
+    for start in sorted(deps):
+        if start in index:
+            continue
+        work = [(start, iter(sorted(deps.get(start, ()))))]
+        index[start] = low[start] = counter[0]; counter[0] += 1
+        stack.append(start); on_stack.add(start)
+        while work:
+            node, it = work[-1]
+            advanced = False
+            for nxt in it:
+                if nxt not in deps:
+                    continue
+                if nxt not in index:
+                    index[nxt] = low[nxt] = counter[0]; counter[0] += 1
+                    stack.append(nxt); on_stack.add(nxt)
+                    work.append((nxt, iter(sorted(deps.get(nxt, ())))))
+                    advanced = True
+                    break
+                if nxt in on_stack:
+                    low[node] = min(low[node], index[nxt])
+            if advanced:
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                members = []
+                while True:
+                    m = stack.pop(); on_stack.discard(m); members.append(m)
+                    if m == node:
+                        break
+                if len(members) > 1:
+                    cycles.append(sorted(members))
+    return [f"{c[0]}: units that include each other: {' <-> '.join(c)}" for c in sorted(cycles)]
 
 
 def self_test():
@@ -104,6 +163,12 @@ def self_test():
         "a folder in no layer": {"common/extra/f.cpp": "int y;\n"},
         "libpqxx in a core layer": {"common/base/g.cpp": "#include <pqxx/pqxx>\n"},
         "a link to a later layer": {"common/base/CMakeLists.txt": "target_link_libraries(common_base PUBLIC common_db)\n"},
+        "two units that include each other": {"orchestrator/x.hpp": '#include "orchestrator/y.hpp"\n',
+                                               "orchestrator/y.cpp": '#include "orchestrator/x.hpp"\n',
+                                               "orchestrator/y.hpp": "#pragma once\n"},
+        "a cycle of three units": {"common/db/p.hpp": '#include "common/db/q.hpp"\n',
+                                   "common/db/q.cpp": '#include "common/db/r.hpp"\n',
+                                   "common/db/r.cpp": '#include "common/db/p.hpp"\n'},
     }
     failures = 0
     found, _ = breaches(tree(good))
