@@ -1,4 +1,4 @@
--- Claim throughput (issue 10, bench row 3): the due-snapshot queries order by
+-- Claim throughput (bench row 3): the due-snapshot queries order by
 -- (depth, retry_at, created_at) within one crawl; 0001's snapshot_due_idx lacked
 -- depth, so every claim sorted all of the crawl's due rows (linear in the queue).
 -- This index serves the ORDER BY ... LIMIT directly, flat as the queue grows.

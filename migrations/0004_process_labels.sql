@@ -1,4 +1,4 @@
--- Bench row 2 (issue 10): every hook start inserts a process row, and the
+-- Bench row 2: every hook start inserts a process row, and the
 -- foreign keys of its label columns (machine_id, crawl_id, snapshot_id,
 -- archive_result_id) made each insert run four referential checks, each a
 -- lookup that takes a KEY SHARE lock on a row that every hook of the machine or

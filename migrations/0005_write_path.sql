@@ -1,4 +1,4 @@
--- Bench row 2 (issue 10): two costs on the write path of every snapshot.
+-- Bench row 2: two costs on the write path of every snapshot.
 --
 -- 1. 0001's snapshot_notify trigger ran a PL/pgSQL call for every snapshot row
 -- written (each claim, renewal and seal) and NOTIFYed snapshot_sealed /

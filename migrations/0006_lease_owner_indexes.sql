@@ -1,4 +1,4 @@
--- Recovery scaled with history (issue 10, row 7's database): every 15 s the
+-- Recovery scaled with history (bench row 7's database): every 15 s the
 -- orchestrator looks for leases whose owner has exited or stalled
 -- (orchestrator/work_queue.cpp), and nothing indexed snapshot.lease_owner or
 -- crawl.lease_owner. With 1M sealed snapshots each pass read the whole snapshot

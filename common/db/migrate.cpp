@@ -35,6 +35,23 @@ void ensure_checksum_column(pqxx::transaction_base& tx)
     }
 }
 
+// Whether `digest` is one of the space-separated earlier digests of a file.
+bool is_earlier_wording(const std::string& reworded_from, const std::string& digest)
+{
+    std::size_t at = 0;
+    while (at < reworded_from.size()) {
+        auto end = reworded_from.find(' ', at);
+        if (end == std::string::npos) {
+            end = reworded_from.size();
+        }
+        if (reworded_from.compare(at, end - at, digest) == 0 && end > at) {
+            return true;
+        }
+        at = end + 1;
+    }
+    return false;
+}
+
 // Every migration of the database (read in `tx`) and of this binary, by version,
 // and how they compare: the one comparison behind migration_status and
 // apply_migrations' check.
@@ -54,10 +71,12 @@ std::vector<MigrationState> compare_migrations(pqxx::transaction_base& tx)
         const int db_version = row < rows.size() ? rows[row][0].as<int>() : INT_MAX;
         const int my_version = next < mine.size() ? mine[next].version : INT_MAX;
         MigrationState m;
+        std::string reworded_from;
         m.version = std::min(db_version, my_version);
         if (my_version <= db_version) {
             m.name = mine[next].name;
             m.sha256 = mine[next].sha256;
+            reworded_from = mine[next].reworded_from;
             ++next;
         }
         if (db_version <= my_version) {
@@ -73,8 +92,12 @@ std::vector<MigrationState> compare_migrations(pqxx::transaction_base& tx)
                 m.kind = MigrationState::Kind::renamed;
             } else if (m.recorded_sha256.empty()) {
                 m.kind = MigrationState::Kind::unrecorded;
+            } else if (m.recorded_sha256 == m.sha256) {
+                m.kind = MigrationState::Kind::applied;
+            } else if (is_earlier_wording(reworded_from, m.recorded_sha256)) {
+                m.kind = MigrationState::Kind::reworded;
             } else {
-                m.kind = m.recorded_sha256 == m.sha256 ? MigrationState::Kind::applied : MigrationState::Kind::changed;
+                m.kind = MigrationState::Kind::changed;
             }
         }
         out.push_back(std::move(m));
@@ -83,7 +106,8 @@ std::vector<MigrationState> compare_migrations(pqxx::transaction_base& tx)
 }
 
 // Records this binary's digest for each applied migration that has none
-// (applied before digests were kept, or cleared by an operator who checked it);
+// (applied before digests were kept, or cleared by an operator who checked it)
+// or the digest of an earlier wording of its comments;
 // returns how many. Throws SchemaMismatch naming every applied migration whose
 // name or digest differs from this binary's file of that version, or that this
 // binary does not have: the database was built from other SQL than this
@@ -96,6 +120,7 @@ int verify_applied(pqxx::transaction_base& tx)
     for (const auto& m : compare_migrations(tx)) {
         switch (m.kind) {
         case MigrationState::Kind::unrecorded:
+        case MigrationState::Kind::reworded:
             tx.exec_params0("UPDATE schema_migrations SET checksum = $2 WHERE version = $1", m.version, m.sha256);
             ++recorded;
             continue;
@@ -145,6 +170,7 @@ const char* kind_name(MigrationState::Kind kind)
     switch (kind) {
     case MigrationState::Kind::applied: return "applied";
     case MigrationState::Kind::unrecorded: return "applied, no digest yet";
+    case MigrationState::Kind::reworded: return "applied, comments reworded since";
     case MigrationState::Kind::changed: return "CHANGED since applied";
     case MigrationState::Kind::renamed: return "RENAMED";
     case MigrationState::Kind::unknown: return "UNKNOWN to this binary";
@@ -219,7 +245,7 @@ MigrationReport apply_migrations(pqxx::connection& conn)
         log::info("applied migration", {{"migration", name}});
     }
     if (report.checksums_recorded > 0) {
-        log::info("recorded the digests of migrations applied without one",
+        log::info("recorded the digests of migrations applied without one or with an earlier wording",
                   {{"migrations", std::to_string(report.checksums_recorded)}});
     }
     return report;

@@ -33,6 +33,8 @@ struct MigrationState {
     enum class Kind {
         applied,    // applied, with this binary's name and digest
         unrecorded, // applied without a digest: the next apply_migrations records it
+        reworded,   // applied with the digest of an earlier wording (only comments
+                    // changed): the next apply_migrations records this binary's
         changed,    // applied with another digest than this binary's file
         renamed,    // applied under another name than this binary's file of that version
         unknown,    // applied, and this binary has no migration of that version

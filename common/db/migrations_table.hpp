@@ -9,6 +9,10 @@ struct EmbeddedMigration {
     int version;
     const char* name;
     const char* sha256; // of the file's bytes, lower-case hex
+    // Digests of earlier wordings of this file, space-separated ("" for none):
+    // its comments changed after release, its statements did not
+    // (migrations/reworded.txt).
+    const char* reworded_from;
     const char* sql;
 };
 

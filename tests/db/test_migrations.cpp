@@ -314,3 +314,50 @@ TEST_CASE("migrate --status lists each migration's state without applying anythi
     CHECK(count == total + 1);
     CHECK(refused_rows == 2);
 }
+
+TEST_CASE("a migration whose comments were reworded is accepted by its earlier digest - and only by it",
+          "[migrations]")
+{
+    // migrations/reworded.txt lists the earlier digests; 0003 is one of them.
+    const auto& m = embedded_migrations().at(2);
+    REQUIRE(m.version == 3);
+    const std::string earlier = m.reworded_from;
+    REQUIRE(earlier.size() >= 64);
+    const std::string first_earlier = earlier.substr(0, 64);
+    REQUIRE(first_earlier != m.sha256);
+
+    ScratchDatabase db(false);
+    auto conn = db.connect();
+    apply_migrations(*conn);
+    auto set_digest = [&](const std::string& digest) {
+        pqxx::work tx(*conn);
+        tx.exec_params0("UPDATE schema_migrations SET checksum = $1 WHERE version = 3", digest);
+        tx.commit();
+    };
+    auto recorded = [&] {
+        pqxx::read_transaction tx(*conn);
+        return tx.exec1("SELECT checksum FROM schema_migrations WHERE version = 3")[0].as<std::string>();
+    };
+
+    // A database that applied the earlier wording: status says so, migrate
+    // accepts it and records the current digest in its place.
+    set_digest(first_earlier);
+    auto status = migration_status(*conn);
+    REQUIRE(status.size() >= 3);
+    CHECK(status.at(2).kind == MigrationState::Kind::reworded);
+    CHECK_FALSE(refused(status.at(2).kind));
+    auto report = apply_migrations(*conn);
+    CHECK(report.checksums_recorded == 1);
+    CHECK(report.applied.empty());
+    CHECK(recorded() == m.sha256);
+
+    // Another file's earlier digest is no reason to accept this one.
+    const std::string other_earlier = std::string(embedded_migrations().at(3).reworded_from).substr(0, 64);
+    REQUIRE(other_earlier.size() == 64);
+    set_digest(other_earlier);
+    CHECK_THROWS_WITH(apply_migrations(*conn),
+                      Catch::Contains(std::string(m.name) + " was changed after it was applied"));
+    // Nor is a prefix of an earlier digest.
+    set_digest(first_earlier.substr(0, 32));
+    CHECK_THROWS_AS(apply_migrations(*conn), SchemaMismatch);
+}
