@@ -248,7 +248,21 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
         options.push_back("--daemon");
     }
     auto p = f.start(options);
-    REQUIRE(eventually([&] { return f.hook_runs().size() >= 3; }, 60s));
+    // Mid-crawl is proven by live processes: 3 runs of the hook that started and
+    // are still alive (a logged start alone may be a run that is already gone).
+    auto live_runs = [&] {
+        std::set<int> live;
+        for (const auto& run : f.hook_runs()) {
+            if (!run.end && process_alive(run.pid) &&
+                read_file_text("/proc/" + std::to_string(run.pid) + "/cmdline").find("on_Snapshot__10_work.sh") !=
+                    std::string::npos) {
+                live.insert(run.pid);
+            }
+        }
+        return live;
+    };
+    REQUIRE(eventually([&] { return live_runs().size() >= 3; }, 60s));
+    auto running_at_stop = live_runs();
 
     auto t0 = Clock::now();
     p->signal(SIGTERM);
@@ -265,6 +279,10 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
     auto left = f.our_processes();
     INFO("left: " << (left.empty() ? "" : left.front()));
     CHECK(left.empty());
+    for (auto pid : running_at_stop) {
+        INFO("hook running at the stop: " << pid);
+        CHECK_FALSE(process_alive(pid));
+    }
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR ended_at IS NULL") == 0);
     CHECK(f.rows("SELECT status, coalesce(outcome, ''), coalesce(lease_owner::text, '') FROM crawl WHERE id = " +
                  q) == Rows{{"started", "", ""}});
