@@ -69,15 +69,28 @@ private:
     std::string m_conninfo;
 };
 
-// A crawl of 4 URLs whose one hook sleeps 1.5 s (or of `urls` URLs, with the
-// hooks `write_hooks` writes), added to the private cluster; the orchestrator is
-// then started on it with `grace` as DB_OUTAGE_GRACE.
+// A crawl of 4 URLs whose one hook blocks until the test releases it (or of
+// `urls` URLs, with the hooks `write_hooks` writes), added to the private
+// cluster; the orchestrator is then started on it with `grace` as DB_OUTAGE_GRACE.
 struct OutageRun {
     OrchFixture f;
     fs::path data;
     std::unique_ptr<PrivateCluster> cluster;
+    // The blocking hook writes its pid to `blocked`, then waits while `hold`
+    // exists (bounded, so that a kept temp root leaks nothing for long).
+    fs::path hold = f.root / "hold";
+    fs::path blocked = f.root / "blocked";
 
-    OutageRun() : OutageRun([](OrchFixture& f) { f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 1.5); }, 4)
+    OutageRun()
+        : OutageRun(
+              [](OrchFixture& f) {
+                  std::ofstream(f.root / "hold") << "1";
+                  f.write_logging_hook("slow", "on_Snapshot__10_slow.sh", 0,
+                                       "echo \"$$\" >> '" + (f.root / "blocked").string() + "'\n"
+                                       "while [ -e '" + (f.root / "hold").string() +
+                                           "' ] && (( SECONDS < 120 )); do sleep 0.05; done\n");
+              },
+              4)
     {
     }
     OutageRun(const std::function<void(OrchFixture&)>& write_hooks, int urls)
@@ -107,10 +120,27 @@ struct OutageRun {
             f.env(extra));
     }
 
-    // Waits until every hook has started (each is then mid-sleep).
+    // Waits until every blocking hook is running: 4 live pids that wrote their
+    // marker, each then held until release_hooks(). A logged start alone would
+    // not do: under load a hook that only slept could be over before the outage.
     void wait_hooks_running()
     {
-        REQUIRE(eventually([&] { return f.hook_runs().size() >= 4; }, std::chrono::seconds(30)));
+        REQUIRE(eventually([&] { return blocked_alive() >= 4; }, std::chrono::seconds(30)));
+    }
+    // Lets the blocking hooks finish (those running end within 50 ms, later ones do not block).
+    void release_hooks() { fs::remove(hold); }
+    std::size_t blocked_alive() const
+    {
+        std::set<int> live;
+        std::istringstream in(read_file_text(blocked));
+        for (std::string line; std::getline(in, line);) {
+            int pid = std::atoi(line.c_str());
+            if (pid > 0 && ::kill(pid, 0) == 0 &&
+                read_file_text("/proc/" + line + "/cmdline").find("on_Snapshot__10_slow.sh") != std::string::npos) {
+                live.insert(pid);
+            }
+        }
+        return live.size();
     }
 
     // Crash-only after a run the outage ended: the next run's recovery closes
@@ -139,6 +169,9 @@ TEST_CASE("a PostgreSQL restart mid-crawl is ridden out: hooks run on - none run
     orch::chaos::PgControl pg(run.data);
     REQUIRE(pg.available());
     REQUIRE(pg.restart());
+    // The hooks ran through the whole restart: each is still held, alive.
+    CHECK(run.blocked_alive() == 4);
+    run.release_hooks();
 
     REQUIRE(orchestrator->wait_for(std::chrono::seconds(60)));
     INFO(describe(*orchestrator));
@@ -175,10 +208,13 @@ TEST_CASE("an outage longer than DB_OUTAGE_GRACE ends the run with exit 4 - and 
     orch::chaos::PgControl pg(run.data);
     REQUIRE(pg.available());
     REQUIRE(pg.stop());
+    // Held through the outage: the run it ends is mid-crawl, its hooks interrupted.
+    CHECK(run.blocked_alive() == 4);
     REQUIRE(orchestrator->wait_for(std::chrono::seconds(30)));
     INFO(describe(*orchestrator));
     CHECK(orchestrator->exit_code() == 4);
     CHECK(orchestrator->err().find("past the outage grace") != std::string::npos);
+    run.release_hooks();
     run.next_run_finishes(pg);
     CHECK(run.cluster->count("SELECT count(*) FROM archive_result WHERE status = 'succeeded'") == 4);
 }

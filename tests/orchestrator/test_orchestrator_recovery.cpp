@@ -11,6 +11,8 @@
 #include <fstream>
 #include <map>
 #include <set>
+#include <sstream>
+#include <utility>
 
 using namespace orch::test;
 using namespace std::chrono_literals;
@@ -24,15 +26,68 @@ double seconds_since(Clock::time_point t)
     return std::chrono::duration<double>(Clock::now() - t).count();
 }
 
-// Live worker pids recorded in running process rows whose command line names `program`.
-std::vector<pid_t> running_workers(OrchFixture& f, const std::string& program)
+// Parent pid and state letter of a process from /proc/<pid>/stat ({0, '?'} if unreadable).
+std::pair<pid_t, char> parent_and_state(pid_t pid)
+{
+    auto stat = read_file_text("/proc/" + std::to_string(pid) + "/stat");
+    auto close = stat.rfind(')');
+    if (close == std::string::npos || close + 2 >= stat.size()) {
+        return {0, '?'};
+    }
+    std::istringstream fields(stat.substr(close + 2));
+    char state = '?';
+    pid_t parent = 0;
+    fields >> state >> parent;
+    return {parent, state};
+}
+
+// Live children of `parent` whose command line names `program`, read from /proc
+// (the process table lags behind: a worker just spawned may have no running row yet).
+std::vector<pid_t> children_named(pid_t parent, const std::string& program)
 {
     std::vector<pid_t> out;
-    for (const auto& row : f.rows("SELECT pid FROM process WHERE process_type = 'worker' AND status = 'running'")) {
-        pid_t pid = std::stoi(row[0]);
-        if (process_alive(pid) &&
-            read_file_text("/proc/" + row[0] + "/cmdline").find(program) != std::string::npos) {
+    for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+        auto name = entry.path().filename().string();
+        if (!std::all_of(name.begin(), name.end(), ::isdigit)) {
+            continue;
+        }
+        pid_t pid = std::stoi(name);
+        if (parent_and_state(pid).first == parent && process_alive(pid) &&
+            read_file_text(entry.path() / "cmdline").find(program) != std::string::npos) {
             out.push_back(pid);
+        }
+    }
+    return out;
+}
+
+// SIGSTOPs `pid` and waits until it is stopped: once it is, it spawns nothing more.
+bool freeze(pid_t pid)
+{
+    ::kill(pid, SIGSTOP);
+    return eventually([&] { return parent_and_state(pid).second == 'T'; }, 10s);
+}
+
+// SIGKILLs `pids` and waits until none of them is alive (their frozen parent
+// cannot reap them: they stay zombies).
+bool kill_all(const std::vector<pid_t>& pids)
+{
+    for (auto pid : pids) {
+        ::kill(pid, SIGKILL);
+    }
+    return eventually([&] { return std::none_of(pids.begin(), pids.end(), process_alive); }, 10s);
+}
+
+// Pids of the runs of hook `file` that wrote their marker line ("<pid> <snapshot>")
+// to `markers` and are still alive (the command line guards against a reused pid).
+std::set<pid_t> live_blocked(const std::filesystem::path& markers, const std::string& file)
+{
+    std::set<pid_t> out;
+    std::istringstream in(read_file_text(markers));
+    for (std::string line; std::getline(in, line);) {
+        pid_t pid = std::atoi(line.c_str());
+        if (pid > 0 && process_alive(pid) &&
+            read_file_text("/proc/" + std::to_string(pid) + "/cmdline").find(file) != std::string::npos) {
+            out.insert(pid);
         }
     }
     return out;
@@ -55,47 +110,67 @@ TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl - a new orc
 {
     OrchFixture f;
     auto slow = f.root / "slow";
+    auto hold = f.root / "hold";
+    auto blocked = f.root / "blocked";
     std::ofstream(slow) << "1";
-    // Hook b hangs on odd URLs while `slow` exists: their snapshot workers are mid-snapshot at the kill.
+    std::ofstream(hold) << "1";
+    // Hook b blocks on odd URLs while `slow` exists: it writes its pid to `blocked`,
+    // then waits while `hold` exists (removed with the temp root at the end; bounded
+    // so that a kept root leaks nothing for long). Their snapshot workers are
+    // mid-snapshot at the kill.
     f.write_logging_hook("a", "on_Snapshot__10_a.sh", 0.2);
     f.write_logging_hook("b", "on_Snapshot__20_b.sh", 0,
-                         "n=${url##*/}\nif [ -e '" + slow.string() + "' ] && (( n % 2 )); then sleep 30; "
+                         "n=${url##*/}\nif [ -e '" + slow.string() + "' ] && (( n % 2 )); then\n"
+                         "  echo \"$$ $snap\" >> '" + blocked.string() + "'\n"
+                         "  while [ -e '" + hold.string() + "' ] && (( SECONDS < 120 )); do sleep 0.1; done\n"
                          "else sleep 0.2; fi\n");
     auto id = f.add_crawl(OrchFixture::site_urls(30));
     auto q = f.quote(id);
     auto first = f.start({"--max-snapshot-workers", "4"});
 
-    auto hung_b = [&] {
-        int n = 0;
-        for (const auto& run : f.hook_runs()) {
-            n += run.hook == "b" && !run.end ? 1 : 0;
-        }
-        return n;
-    };
+    // The kill moment is proven by live processes, not by log lines or rows: at
+    // least 3 runs of b that are blocked now (marker written, pid alive).
     REQUIRE(eventually(
         [&] {
-            return hung_b() >= 3 &&
+            return live_blocked(blocked, "on_Snapshot__20_b.sh").size() >= 3 &&
                    f.count("SELECT count(*) FROM snapshot WHERE crawl_id = " + q + " AND status = 'sealed'") >= 2;
         },
         60s));
 
-    // Freeze the tree top-down (nothing spawns meanwhile), then SIGKILL it; hooks are left orphaned.
+    // Freeze the tree top-down (nothing spawns meanwhile), then SIGKILL it
+    // bottom-up. The order matters: when the parent of a stopped process dies, that
+    // process is left in an orphaned process group with a stopped member, and the
+    // kernel sends it SIGHUP and SIGCONT (POSIX job control). Killed parent-first, a
+    // frozen worker wakes and tears its hooks down gracefully before its own SIGKILL
+    // lands, which a loaded machine gives it time to do: no hook is left orphaned.
     std::vector<pid_t> victims = {first->pid()};
-    ::kill(first->pid(), SIGSTOP);
-    for (auto pid : running_workers(f, "crawl_worker")) {
-        ::kill(pid, SIGSTOP);
-        victims.push_back(pid);
+    REQUIRE(freeze(first->pid()));
+    auto crawl_workers = children_named(first->pid(), "crawl_worker");
+    std::vector<pid_t> snapshot_workers;
+    for (auto pid : crawl_workers) {
+        REQUIRE(freeze(pid));
+        for (auto child : children_named(pid, "snapshot_worker")) {
+            REQUIRE(freeze(child));
+            snapshot_workers.push_back(child);
+        }
     }
-    for (auto pid : running_workers(f, "snapshot_worker")) {
-        ::kill(pid, SIGSTOP);
-        victims.push_back(pid);
+    REQUIRE(crawl_workers.size() == 1);
+    REQUIRE(snapshot_workers.size() >= 3);
+    // The hooks that are blocked now are those the kill orphans; each is a child of
+    // a frozen snapshot worker, so it is mid-snapshot and its worker is a victim.
+    auto blocked_at_kill = live_blocked(blocked, "on_Snapshot__20_b.sh");
+    REQUIRE(blocked_at_kill.size() >= 3);
+    for (auto pid : blocked_at_kill) {
+        INFO("blocked hook " << pid);
+        CHECK(std::count(snapshot_workers.begin(), snapshot_workers.end(), parent_and_state(pid).first) == 1);
     }
-    for (auto pid : victims) {
-        ::kill(pid, SIGKILL);
-    }
+    REQUIRE(kill_all(snapshot_workers));
+    REQUIRE(kill_all(crawl_workers));
+    ::kill(first->pid(), SIGKILL);
     REQUIRE(first->wait_for(10s));
     CHECK(first->term_signal() == SIGKILL);
-    REQUIRE(victims.size() >= 4); // orchestrator, crawl worker, snapshot workers
+    victims.insert(victims.end(), crawl_workers.begin(), crawl_workers.end());
+    victims.insert(victims.end(), snapshot_workers.begin(), snapshot_workers.end());
     REQUIRE(eventually([&] { return std::none_of(victims.begin(), victims.end(), process_alive); }, 10s));
 
     // What the first run left: its rows, the hooks that succeeded, orphans still running.
@@ -112,8 +187,15 @@ TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl - a new orc
     auto orphans = f.our_processes(first_rows, false);
     MEASURE("at the kill: " << succeeded.size() << " hooks succeeded, "
          << f.count("SELECT count(*) FROM snapshot WHERE status = 'sealed'") << " snapshots sealed, "
-         << orphans.size() << " orphaned hook processes");
-    CHECK(orphans.size() >= 3);
+         << orphans.size() << " orphaned hook processes, " << blocked_at_kill.size() << " of them blocked hooks");
+    // Every hook blocked at the kill outlived its tree and carries a cookie of the first run.
+    for (auto pid : blocked_at_kill) {
+        INFO("blocked hook " << pid);
+        CHECK(process_alive(pid));
+        CHECK(std::count_if(orphans.begin(), orphans.end(), [&](const std::string& line) {
+                  return std::atoi(line.c_str()) == pid;
+              }) == 1);
+    }
 
     std::filesystem::remove(slow);
     auto t0 = Clock::now();
@@ -138,7 +220,8 @@ TEST_CASE("orchestrator: after a SIGKILL of the whole tree mid-crawl - a new orc
     CHECK(left.empty());
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited'") == 0);
     CHECK(f.count("SELECT count(*) FROM process WHERE " + first_rows +
-                  " AND process_type = 'hook' AND end_reason = 'killed_on_recovery'") >= 3);
+                  " AND process_type = 'hook' AND end_reason = 'killed_on_recovery'") >=
+          static_cast<long>(blocked_at_kill.size()));
     CHECK(overlapping_process_rows(f, "worker_type = 'snapshot'", "snapshot_id") == 0);
     CHECK(overlapping_process_rows(f, "process_type = 'hook'", "snapshot_id::text || hook_name") == 0);
     CHECK(overlapping_hook_runs(f.hook_runs()) == 0);
@@ -165,7 +248,21 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
         options.push_back("--daemon");
     }
     auto p = f.start(options);
-    REQUIRE(eventually([&] { return f.hook_runs().size() >= 3; }, 60s));
+    // Mid-crawl is proven by live processes: 3 runs of the hook that started and
+    // are still alive (a logged start alone may be a run that is already gone).
+    auto live_runs = [&] {
+        std::set<int> live;
+        for (const auto& run : f.hook_runs()) {
+            if (!run.end && process_alive(run.pid) &&
+                read_file_text("/proc/" + std::to_string(run.pid) + "/cmdline").find("on_Snapshot__10_work.sh") !=
+                    std::string::npos) {
+                live.insert(run.pid);
+            }
+        }
+        return live;
+    };
+    REQUIRE(eventually([&] { return live_runs().size() >= 3; }, 60s));
+    auto running_at_stop = live_runs();
 
     auto t0 = Clock::now();
     p->signal(SIGTERM);
@@ -182,6 +279,10 @@ TEST_CASE("orchestrator: SIGTERM mid-crawl ends every process within the bound a
     auto left = f.our_processes();
     INFO("left: " << (left.empty() ? "" : left.front()));
     CHECK(left.empty());
+    for (auto pid : running_at_stop) {
+        INFO("hook running at the stop: " << pid);
+        CHECK_FALSE(process_alive(pid));
+    }
     CHECK(f.count("SELECT count(*) FROM process WHERE status <> 'exited' OR ended_at IS NULL") == 0);
     CHECK(f.rows("SELECT status, coalesce(outcome, ''), coalesce(lease_owner::text, '') FROM crawl WHERE id = " +
                  q) == Rows{{"started", "", ""}});
