@@ -21,6 +21,9 @@ namespace orch {
 // trees, closes stale rows, and frees leases whose owner is gone.
 void OrchestratorLoop::recover()
 {
+    // Most passes find nothing and write nothing: this line is how a pass is
+    // seen at all (a test tells a timed wake-up from a notified one by it).
+    log::debug("recovery pass");
     // Right after a database outage every lease may have expired meanwhile: its
     // holder is no stalled one until it had a lease's time to renew.
     const auto back = last_reconnect();

@@ -12,7 +12,6 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
-#include <thread>
 
 using namespace orch::test;
 using namespace std::chrono_literals;
@@ -467,21 +466,41 @@ TEST_CASE("crawl_worker: a second SIGTERM skips the grace of a background hook t
 {
     CrawlFixture f;
     auto ready = f.root / "stubborn.ready";
-    // Ignores SIGTERM, and its timeout (the teardown's grace for it) is two minutes.
+    auto termed = f.root / "stubborn.term";
+    // Ignores SIGTERM (noting that it came), and its timeout (the teardown's
+    // grace for it) is two minutes.
     f.write_hook("stubborn", "on_Crawl__05_stubborn.bg.sh",
-                 "trap '' TERM\n( trap '' TERM; exec sleep 300 ) &\ntouch '" + ready.string() +
-                     "'\nwhile true; do sleep 0.2; done\n");
+                 "trap \"echo term >> '" + termed.string() + "'\" TERM\n( trap '' TERM; exec sleep 300 ) &\ntouch '" +
+                     ready.string() + "'\nwhile true; do sleep 0.2; done\n");
     std::ofstream(f.plugins / "stubborn" / "config.json") << "{\"timeout\": 120}";
     f.write_hook("slow", "on_Snapshot__10_slow.sh", "sleep 60\n" + succeeded_record("late"));
     auto id = f.add_crawl(CrawlFixture::site_urls(1));
-    // The fixture caps the teardown grace at 1 s; here it is two minutes.
-    auto p = f.start(id, {{"TEARDOWN_GRACE", "120"}});
+    const auto q = f.quote(id);
+    // The fixture caps the teardown grace at 1 s; here it is two minutes. A 3 s
+    // lease is renewed every second, also while a teardown blocks.
+    auto p = f.start(id, {{"TEARDOWN_GRACE", "120"}, {"LEASE_TTL", "3"}});
     REQUIRE(poll_until([&] { return std::filesystem::exists(ready); }, 30s));
     REQUIRE(poll_until([&] { return f.count("SELECT count(*) FROM process WHERE worker_type = 'snapshot'") == 1; },
                        30s));
     p->signal(SIGTERM);
-    // The first request waits for the stubborn hook's grace: still running a while later.
-    CHECK_FALSE(p->wait_for(3s));
+    // The first request waits for the stubborn hook's grace. Its teardown began
+    // (the hook noted the SIGTERM); then the crawl worker, blocked in that
+    // teardown, renewed its lease for 3 s more by the database's clock (each
+    // renewal sets the expiry to its now() + 3 s): it had every chance to kill
+    // the hook at once, and the hook and the crawl worker still run.
+    REQUIRE(poll_until([&] { return !read_lines(termed).empty(); }, 30s));
+    const auto expiry_at_term = f.scalar("SELECT lease_expires_at FROM crawl WHERE id = " + q);
+    REQUIRE(!expiry_at_term.empty());
+    CHECK(poll_until(
+        [&] {
+            return f.scalar("SELECT lease_expires_at >= " + f.quote(expiry_at_term) +
+                            "::timestamptz + interval '3 seconds' FROM crawl WHERE id = " + q) == "t";
+        },
+        30s));
+    CHECK_FALSE(p->wait_for(0ms));
+    CHECK(f.scalar("SELECT status FROM process WHERE process_type = 'hook' AND hook_name LIKE '%stubborn%'") ==
+          "running");
+    // The second request kills it at once (below): what the first did not do.
     auto t0 = Clock::now();
     p->signal(SIGTERM);
     REQUIRE(p->wait_for(20s));
@@ -510,7 +529,8 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
         argv.insert(argv.end(), args.begin(), args.end());
         return run_command(argv);
     };
-    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "2"}});
+    // A 3 s lease, renewed every second: a sign of the crawl worker's loop going on.
+    auto p = f.start(id, {{"MAX_SNAPSHOT_WORKERS", "2"}, {"LEASE_TTL", "3"}});
     REQUIRE(poll_until([&] { return read_lines(started).size() == 2; }, 30s));
 
     auto paused = cli({"pause", id, "--reason", "site maintenance"});
@@ -519,8 +539,21 @@ TEST_CASE("crawl_worker: a pause lets the running snapshots finish and releases 
     CHECK(paused.out.find("lets the running snapshots finish") != std::string::npos);
     CHECK(cli({"pause", id}).out.find("already paused") != std::string::npos);
     // Draining: nothing new starts, nothing running is stopped, the lease is kept.
-    std::this_thread::sleep_for(1500ms);
-    CHECK_FALSE(p->exited());
+    // Judged once the crawl worker saw the pause (it says so) and went on to
+    // renew its lease since: a stop of its workers (what a cancellation or a
+    // SIGTERM does, in the cases above) would have come before that.
+    REQUIRE(poll_until([&] { return p->output().find("crawl paused: letting the running snapshots finish") !=
+                                    std::string::npos; },
+                       30s));
+    const auto expiry_when_seen = f.scalar("SELECT lease_expires_at FROM crawl WHERE id = " + q);
+    REQUIRE(!expiry_when_seen.empty());
+    REQUIRE(poll_until(
+        [&] {
+            return f.scalar("SELECT lease_expires_at > " + f.quote(expiry_when_seen) +
+                            "::timestamptz FROM crawl WHERE id = " + q) == "t";
+        },
+        30s));
+    CHECK_FALSE(p->wait_for(0ms));
     CHECK(read_lines(started).size() == 2);
     CHECK(f.count("SELECT count(*) FROM process WHERE process_type = 'hook' AND status = 'running'") == 2);
     CHECK(f.scalar("SELECT status || '/' || (lease_owner IS NOT NULL) FROM crawl WHERE id = " + q) == "paused/true");

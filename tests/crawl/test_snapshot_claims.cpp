@@ -497,6 +497,11 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
            "ELSE 'http://c.test/' || g END AS u FROM generate_series(1, 24) g) x");
     ClaimScope limited;
     limited.host_limited = true;
+    // The crawl's host claims made `seconds` older: a delay passing without the wait.
+    auto age_host_claims = [&](int seconds) {
+        f.exec("UPDATE crawl_host_claim SET last_claimed_at = last_claimed_at - make_interval(secs => " +
+               std::to_string(seconds) + ") WHERE crawl_id = " + f.quote(f.crawl_id));
+    };
     auto leased_per_host = [&] {
         return f.scalar("SELECT string_agg(h || '=' || n, ' ' ORDER BY h) FROM (SELECT url_host(url) h, count(*) n "
                         "FROM snapshot WHERE lease_owner IS NOT NULL AND status = 'started' GROUP BY 1) x");
@@ -528,13 +533,17 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
     }
     SECTION("host_delay_s: a host's next snapshot only once the delay since its last claim passed")
     {
-        f.exec("UPDATE crawl SET max_per_host = NULL, host_delay_s = 0.5 WHERE id = " + f.quote(f.crawl_id));
+        // An hour's delay: no machine is slow enough to see it pass by itself.
+        // The claims are made older instead, by less than the delay, then by more.
+        f.exec("UPDATE crawl SET max_per_host = NULL, host_delay_s = 3600 WHERE id = " + f.quote(f.crawl_id));
         auto first = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
         CHECK(first.size() == 3);
         CHECK(leased_per_host() == "a.test=1 b.test=1 c.test=1");
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
         CHECK(f.scalar("SELECT count(*) FROM crawl_host_claim WHERE crawl_id = " + f.quote(f.crawl_id)) == "3");
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        age_host_claims(3590);
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
+        age_host_claims(11);
         // c.test has nothing left; a.test and b.test one more each.
         auto second = claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited);
         CHECK(second.size() == 2);
@@ -555,15 +564,17 @@ TEST_CASE("host-limited claim: at most max_per_host of one host leased at once -
     SECTION("the machine's default rules (session settings) for a crawl without its own - its own win")
     {
         f.exec("UPDATE crawl SET max_per_host = NULL WHERE id = " + f.quote(f.crawl_id));
-        apply_host_rules(*f.conn, HostRules{1, 500});
+        apply_host_rules(*f.conn, HostRules{1, 3'600'000});
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).size() ==
               3);
         CHECK(leased_per_host() == "a.test=1 b.test=1 c.test=1");
         // The crawl's own max_per_host (3) wins over the machine's 1; the machine's
-        // delay still applies to it (one more of each host once 500 ms passed).
+        // delay (an hour) still applies to it: one more of each host once it passed.
         f.exec("UPDATE crawl SET max_per_host = 3 WHERE id = " + f.quote(f.crawl_id));
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
-        std::this_thread::sleep_for(std::chrono::milliseconds(600));
+        age_host_claims(3590);
+        CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).empty());
+        age_host_claims(11);
         CHECK(claim_due_snapshots(*f.conn, f.crawl_id, f.crawl_owner, ClaimFixture::owners(8), k_ttl, limited).size() ==
               2);
         CHECK(leased_per_host() == "a.test=2 b.test=2 c.test=1");

@@ -2,6 +2,8 @@
 // SIGKILL mid-hook (crash) and SIGTERM.
 #include "tests/workers/worker_fixture.hpp"
 
+#include "tests/support/row_history.hpp"
+
 #include "common/recorder/recovery.hpp"
 #include "common/recorder/self_registration.hpp"
 
@@ -331,44 +333,53 @@ TEST_CASE("snapshot_worker: the lease is renewed while timed-out hooks are torn 
     for (const auto* name : {"on_Snapshot__10_a.sh", "on_Snapshot__10_b.sh", "on_Snapshot__10_c.sh"}) {
         f.write_hook("stuck", name, "trap '' TERM\nwhile :; do sleep 0.1; done\n");
     }
+    // Every write to the snapshot row, each with the server's clock at the write:
+    // the lease is judged from all of them, not from samples of its state.
+    record_row_history(f.db.url(), "snapshot");
     auto w = f.start_worker(snap, {{"LEASE_TTL", "3"}, {"TEARDOWN_GRACE", "2"}, {"HOOK_PARALLELISM", "3"}});
-    int samples = 0;
-    int expired = 0;
-    // The samples that saw the lease held, by their times: they must cover the
-    // teardowns densely (a gap under the 3 s lease would show an expiry), however
-    // slowly a busy machine answers each one.
-    std::optional<std::chrono::steady_clock::time_point> first_held;
-    std::chrono::steady_clock::time_point last_held;
-    std::chrono::steady_clock::duration widest_gap{0};
-    const auto give_up = std::chrono::steady_clock::now() + 60s;
-    while (f.scalar("SELECT status FROM snapshot WHERE id = $1", {snap}) != "sealed" &&
-           std::chrono::steady_clock::now() < give_up) {
-        const auto v = f.scalar("SELECT (SELECT lease_expires_at < now() FROM snapshot "
-                                "        WHERE id = $1 AND lease_owner IS NOT NULL)",
-                                {snap});
-        if (!v.empty()) {
-            const auto now = std::chrono::steady_clock::now();
-            if (first_held) {
-                widest_gap = std::max(widest_gap, now - last_held);
-            } else {
-                first_held = now;
-            }
-            last_held = now;
-        }
-        samples += v.empty() ? 0 : 1;
-        expired += v == "t" ? 1 : 0;
-        std::this_thread::sleep_for(100ms);
-    }
-    REQUIRE(w->wait_for(30s));
+    REQUIRE(w->wait_for(60s));
     INFO(w->err());
     CHECK(w->exit_code() == 0);
-    INFO("lease samples during the teardowns: " << samples << ", expired in " << expired << ", widest gap "
-                                                  << std::chrono::duration<double>(widest_gap).count() << " s");
-    REQUIRE(first_held);
-    // 1 s to the timeouts, then three 2 s graces in turn: the lease was held throughout.
-    CHECK(last_held - *first_held >= 5s);
-    CHECK(widest_gap < 1500ms);
-    CHECK(expired == 0);
+    REQUIRE(f.scalar("SELECT status FROM snapshot WHERE id = $1", {snap}) == "sealed");
+    // A write to the row while it was leased that came after its expiry: the
+    // lease had lapsed (anyone could have claimed it) by then. Each write while
+    // leased (a renewal, the seal) must come before the expiry the previous
+    // one left, so the lease covered every moment from the claim to the seal.
+    const std::string lapsed_writes =
+        "SELECT count(*) FROM test_row_history WHERE tbl = 'snapshot' AND new->>'id' = $1 "
+        " AND old->>'lease_owner' IS NOT NULL AND at > (old->>'lease_expires_at')::timestamptz";
+    const auto history = f.scalar(
+        "SELECT string_agg(to_char(at, 'HH24:MI:SS.MS') || ' ' || coalesce(new->>'status', '') || ' expires ' || "
+        " coalesce(to_char((new->>'lease_expires_at')::timestamptz, 'HH24:MI:SS.MS'), '-'), '; ' ORDER BY seq) "
+        "FROM test_row_history WHERE tbl = 'snapshot' AND new->>'id' = $1",
+        {snap});
+    INFO("writes to the snapshot row: " << history);
+    // The claim (the row's first lease), its renewals (the expiry moved on with
+    // the same owner), and the seal.
+    const auto claim_expiry = f.scalar("SELECT new->>'lease_expires_at' FROM test_row_history WHERE tbl = 'snapshot' "
+                                       " AND new->>'id' = $1 AND old->>'lease_owner' IS NULL "
+                                       " AND new->>'lease_owner' IS NOT NULL ORDER BY seq LIMIT 1",
+                                       {snap});
+    REQUIRE(!claim_expiry.empty());
+    const auto renewals = std::stol(f.scalar(
+        "SELECT count(*) FROM test_row_history WHERE tbl = 'snapshot' AND new->>'id' = $1 "
+        " AND old->>'lease_owner' = new->>'lease_owner' "
+        " AND (new->>'lease_expires_at')::timestamptz > (old->>'lease_expires_at')::timestamptz",
+        {snap}));
+    // 1 s to the timeouts, then three 2 s graces in turn: the teardowns (the
+    // hooks' exits, as the worker saw them) went on well past the lease the
+    // claim granted, so only its renewals can have kept it.
+    CHECK(f.scalar("SELECT (max(ended_at) > $1::timestamptz + interval '2 seconds')::text FROM process "
+                   "WHERE process_type = 'hook'",
+                   {claim_expiry}) == "true");
+    CHECK(renewals >= 3);
+    CHECK(f.scalar(lapsed_writes, {snap}) == "0");
+    // The same count sees a write after an expiry: a lease left to lapse, then a write.
+    f.exec("UPDATE snapshot SET lease_owner = gen_random_uuid(), lease_expires_at = now() - interval '1 second' "
+           "WHERE id = $1",
+           {snap});
+    f.exec("UPDATE snapshot SET modified_at = now() WHERE id = $1", {snap});
+    CHECK(f.scalar(lapsed_writes, {snap}) == "1");
     for (const auto& [hook, r] : f.results(snap)) {
         INFO(hook);
         CHECK(r.status == "failed");
