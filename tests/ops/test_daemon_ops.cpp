@@ -1,3 +1,4 @@
+#include "tests/ops/http_exchange.hpp"
 #include "common/base/fd.hpp"
 #include "tests/ops/prom_parser.hpp"
 #include "tests/support/command_runner.hpp"
@@ -55,26 +56,6 @@ private:
     std::filesystem::path m_path;
     Fd m_fd;
 };
-
-std::string scrape(std::uint16_t port)
-{
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        return {};
-    }
-    std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    ::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0;) {
-        out.append(buf, static_cast<std::size_t>(n));
-    }
-    return out;
-}
 
 } // namespace
 
@@ -144,19 +125,8 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
 
     // The metrics server's port is in the JSON log line "metrics listening".
     int port = 0;
-    REQUIRE(eventually(
-        [&] {
-            std::istringstream lines(daemon.err());
-            for (std::string line; std::getline(lines, line);) {
-                auto j = nlohmann::json::parse(line, nullptr, false);
-                if (!j.is_discarded() && j.value("msg", "") == "metrics listening") {
-                    port = std::stoi(j["port"].get<std::string>());
-                }
-            }
-            return port != 0;
-        },
-        std::chrono::seconds(5)));
-    auto response = scrape(static_cast<std::uint16_t>(port));
+    REQUIRE(eventually([&] { return (port = metrics_port_in_log(daemon.err())) != 0; }, std::chrono::seconds(5)));
+    auto response = scrape_metrics(static_cast<std::uint16_t>(port));
     REQUIRE(response.rfind("HTTP/1.1 200 OK", 0) == 0);
     auto body = response.substr(response.find("\r\n\r\n") + 4);
     INFO(body);
@@ -179,7 +149,7 @@ TEST_CASE("ops: the daemon says READY=1 after recovery with its row running - ST
     // Its own start, counted once the 10 s commit lag has passed.
     CHECK(eventually(
         [&] {
-            auto later = scrape(static_cast<std::uint16_t>(port));
+            auto later = scrape_metrics(static_cast<std::uint16_t>(port));
             return later.find("orchestrator_events_total{kind=\"orchestrator.started\"} 1\n") != std::string::npos;
         },
         std::chrono::seconds(25)));

@@ -1,3 +1,4 @@
+#include "tests/ops/http_exchange.hpp"
 #include "common/base/errors.hpp"
 #include "orchestrator/metrics.hpp"
 #include "orchestrator/metrics_server.hpp"
@@ -38,27 +39,8 @@ std::shared_ptr<metrics::Registry> sample_registry()
 // One HTTP exchange with the server on 127.0.0.1:port; returns everything it sent.
 std::string http(std::uint16_t port, const std::string& request)
 {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-    REQUIRE(fd >= 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    REQUIRE(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-    std::size_t sent = 0;
-    while (sent < request.size()) {
-        auto n = ::send(fd, request.data() + sent, request.size() - sent, MSG_NOSIGNAL);
-        if (n <= 0) {
-            break; // the server may close early (request too large)
-        }
-        sent += static_cast<std::size_t>(n);
-    }
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) {
-        out.append(buf, static_cast<std::size_t>(n));
-    }
-    ::close(fd);
+    auto out = http_exchange(port, request);
+    REQUIRE_FALSE(out.empty());
     return out;
 }
 

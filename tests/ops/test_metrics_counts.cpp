@@ -2,6 +2,7 @@
 // amount of work: the counters equal what was run, however often they were
 // scraped meanwhile, and a later scrape adds nothing.
 #include "common/base/fd.hpp"
+#include "tests/ops/http_exchange.hpp"
 #include "tests/ops/prom_parser.hpp"
 #include "tests/orchestrator/orch_fixture.hpp"
 #include "tests/support/spawned_process.hpp"
@@ -25,24 +26,10 @@ using namespace orch::test;
 
 namespace {
 
-// The body of GET /metrics on 127.0.0.1:port ("" when it could not connect).
+// The body of a successful GET /metrics.
 std::string scrape_body(std::uint16_t port)
 {
-    Fd fd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_port = htons(port);
-    ::inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
-    if (::connect(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
-        return {};
-    }
-    const std::string req = "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n";
-    ::send(fd.get(), req.data(), req.size(), MSG_NOSIGNAL);
-    std::string out;
-    char buf[4096];
-    for (ssize_t n; (n = ::recv(fd.get(), buf, sizeof buf, 0)) > 0;) {
-        out.append(buf, static_cast<std::size_t>(n));
-    }
+    const auto out = scrape_metrics(port);
     REQUIRE(out.rfind("HTTP/1.1 200 OK", 0) == 0);
     return out.substr(out.find("\r\n\r\n") + 4);
 }
@@ -63,19 +50,6 @@ std::map<std::string, double> samples(const std::string& body)
         }
     }
     return out;
-}
-
-// The metrics port from the daemon's JSON log line "metrics listening" (0 until then).
-int metrics_port(const SpawnedProcess& daemon)
-{
-    std::istringstream lines(daemon.err());
-    for (std::string line; std::getline(lines, line);) {
-        auto j = nlohmann::json::parse(line, nullptr, false);
-        if (!j.is_discarded() && j.value("msg", "") == "metrics listening") {
-            return std::stoi(j["port"].get<std::string>());
-        }
-    }
-    return 0;
 }
 
 } // namespace
@@ -99,7 +73,7 @@ TEST_CASE("metrics: after 2 crawls of 3 URLs with 2 hooks each the daemon's coun
                            {"SNAPSHOT_WORKER_BATCH", "1"}});
     REQUIRE(f.wait_registered(daemon->pid()));
     int port = 0;
-    REQUIRE(eventually([&] { return (port = metrics_port(*daemon)) != 0; }, std::chrono::seconds(10)));
+    REQUIRE(eventually([&] { return (port = metrics_port_in_log(daemon->err())) != 0; }, std::chrono::seconds(10)));
     const auto before = samples(scrape_body(static_cast<std::uint16_t>(port)));
     for (int c = 0; c < k_crawls; ++c) {
         f.add_crawl(OrchFixture::site_urls(k_urls, fmt::format("http://site{}.test/", c)));
@@ -128,6 +102,7 @@ TEST_CASE("metrics: after 2 crawls of 3 URLs with 2 hooks each the daemon's coun
     REQUIRE(eventually(
         [&] {
             during.push_back(samples(scrape_body(static_cast<std::uint16_t>(port))));
+            std::this_thread::sleep_for(std::chrono::milliseconds(300)); // as while the work ran
             return f.scalar("SELECT now() > max(ended_at) + interval '11 seconds' FROM process WHERE machine_id = "
                             "'machine-metrics' AND status = 'exited'") == "t";
         },
