@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+"""Self-test of check_wacz.py: a hand-built correct WACZ passes, and each of
+several hand-broken ones fails for its own reason (and only that reason).
+
+Needs the warcio.js CLI under $ORCH_TEST_TOOLS (scripts/setup); without it the
+test fails, as every test whose tool is missing does.
+"""
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+sys.dont_write_bytecode = True
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import hand_built_wacz as hb  # noqa: E402
+
+CHECKER = os.path.join(HERE, "check_wacz.py")
+PAGE = "http://127.0.0.2:8071/index.html"
+
+
+def sample_parts():
+    return hb.build_parts(
+        [
+            hb.Exchange(PAGE, "text/html; charset=utf-8", b"<html><head><title>Hand</title></head><body>hi</body></html>"),
+            hb.Exchange("http://127.0.0.2:8071/data.txt", "text/plain", b"some data"),
+            hb.Exchange("http://example.com/style.css", "text/css", b"body{color:red}"),
+        ],
+        pages=[(PAGE, "Hand")],
+    )
+
+
+def shift_first_offset(parts):
+    parts.cdxj[0].fields["offset"] = str(int(parts.cdxj[0].fields["offset"]) + 1)
+
+
+def wrong_resource_hash(dp):
+    res = next(r for r in dp["resources"] if r["path"] == "indexes/index.cdxj")
+    res["hash"] = "sha256:" + "0" * 64
+
+
+def wrong_digest(d):
+    d["hash"] = "sha256:" + "f" * 64
+
+
+def unsort(parts):
+    parts.cdxj.reverse()
+
+
+def bad_pages_header(parts):
+    parts.pages_header = {"format": "json-pages-0.9", "id": "pages"}
+
+
+def bad_page_ts(parts):
+    parts.pages[0]["ts"] = "20260102030405"
+
+
+def wrong_target(parts):
+    parts.cdxj[0].fields["url"] = parts.cdxj[1].fields["url"]
+
+
+# name -> (edit of the parts, write_wacz keyword arguments, expected checks, allowed checks)
+CASES = {
+    "good": (None, {}, set(), set()),
+    "wrong sha256 of a resource": (None, {"tamper_datapackage": wrong_resource_hash}, {"resource-hash"}, set()),
+    "unsorted CDXJ": (unsort, {}, {"cdxj-order"}, set()),
+    "deflated WARC": (None, {"deflate_archive": True}, {"archive-compressed"}, set()),
+    "missing index member": (None, {"omit": ("indexes/index.cdxj",)}, {"missing-member"}, {"resource-missing", "page-unindexed"}),
+    "offset off by one": (shift_first_offset, {}, {"cdxj-offset"}, set()),
+    "bad digest file": (None, {"tamper_digest": wrong_digest}, {"digest-file"}, set()),
+    "bad pages header": (bad_pages_header, {}, {"pages-header"}, set()),
+    "page ts not ISO 8601": (bad_page_ts, {}, {"pages-entry"}, set()),
+    "index url differs from the record": (wrong_target, {}, {"cdxj-target"}, {"cdxj-order", "page-unindexed"}),
+}
+
+
+def run_checker(path):
+    proc = subprocess.run([sys.executable, CHECKER, "--json", path], capture_output=True, text=True, timeout=300)
+    if proc.returncode == 2:
+        raise SystemExit(f"check_wacz.py could not check: {proc.stderr.strip()}")
+    summary = json.loads(proc.stdout)
+    return proc.returncode, summary
+
+
+def main():
+    failures = []
+    with tempfile.TemporaryDirectory(prefix="test-check-wacz-") as tmp:
+        for number, (name, (edit, kwargs, expected, allowed)) in enumerate(CASES.items()):
+            parts = sample_parts()
+            if edit:
+                edit(parts)
+            path = hb.write_wacz(os.path.join(tmp, f"case{number}.wacz"), parts, **kwargs)
+            code, summary = run_checker(path)
+            seen = {e["check"] for e in summary["errors"]}
+            messages = "; ".join(f"[{e['check']}] {e['message']}" for e in summary["errors"]) or "no problems"
+            ok = (code == 0) if not expected else (code == 1 and expected <= seen and seen <= expected | allowed)
+            print(f"{'ok  ' if ok else 'FAIL'} {name}: exit {code}, {messages}")
+            if not ok:
+                failures.append(name)
+        # A WARC that is not gzip at all: the walk and warcio both object.
+        parts = sample_parts()
+        parts.warcs[hb.WARC_NAME] = b"not a warc at all\n"
+        code, summary = run_checker(hb.write_wacz(os.path.join(tmp, "garbage.wacz"), parts))
+        seen = {e["check"] for e in summary["errors"]}
+        ok = code == 1 and "warc-member" in seen
+        print(f"{'ok  ' if ok else 'FAIL'} garbage WARC: exit {code}, checks {sorted(seen)}")
+        if not ok:
+            failures.append("garbage WARC")
+    if failures:
+        print(f"test_check_wacz: {len(failures)} case(s) failed: {', '.join(failures)}")
+        return 1
+    print(f"test_check_wacz: all {len(CASES) + 1} cases behave")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
