@@ -20,8 +20,8 @@ Checks (each failure is reported under the name in brackets):
   - index.cdxj: lines "<key> <timestamp> <json>" with url, offset, length,
     filename [cdxj-line], sorted bytewise [cdxj-order], naming a WARC of the
     archive [cdxj-file]; offset/length cover exactly one gzip member holding a
-    WARC record [cdxj-offset] whose WARC-Target-URI is the entry's url
-    [cdxj-target]
+    WARC record [cdxj-offset] whose WARC-Target-URI is the entry's url (the
+    "<url>" form of WARC/1.0, as wget writes it, counts as url) [cdxj-target]
   - pages.jsonl: the json-pages-1.0 header line [pages-header]; each page an
     object with an http(s) url, an ISO 8601 UTC ts and a title [pages-entry],
     its url in the index [page-unindexed]
@@ -341,6 +341,8 @@ def check_cdxj(zf, warc_names, report):
                 report.error("cdxj-offset", f"index.cdxj line {number} ({url}): not a WARC record there: {problem}")
                 continue
             target = headers.get("warc-target-uri", "")
+            if data.startswith(b"WARC/1.0") and target.startswith("<") and target.endswith(">"):
+                target = target[1:-1]  # WARC/1.0's grammar brackets the URI; wget writes it so
             if target != url:
                 report.error("cdxj-target", f"index.cdxj line {number}: url {url!r} but the record's WARC-Target-URI is {target!r}")
     finally:

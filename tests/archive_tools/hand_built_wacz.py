@@ -37,6 +37,7 @@ class Exchange:
     url: str
     content_type: str
     body: bytes
+    wrong_block_digest: bool = False  # the response's WARC-Block-Digest of other bytes
 
 
 @dataclass
@@ -70,9 +71,10 @@ def sha256_label(data):
     return "sha256:" + hashlib.sha256(data).hexdigest()
 
 
-def warc_record(record_type, target_uri, block, date, extra=None, payload=None):
+def warc_record(record_type, target_uri, block, date, extra=None, payload=None, digest_of=None):
     """One WARC/1.1 record (uncompressed bytes). `payload` is the part of
-    `block` the WARC-Payload-Digest covers (the HTTP body of a response)."""
+    `block` the WARC-Payload-Digest covers (the HTTP body of a response);
+    `digest_of`, when given, is what the WARC-Block-Digest is computed over."""
     headers = [
         ("WARC-Type", record_type),
         ("WARC-Record-ID", f"<urn:uuid:{uuid.uuid4()}>"),
@@ -81,7 +83,7 @@ def warc_record(record_type, target_uri, block, date, extra=None, payload=None):
     if target_uri:
         headers.append(("WARC-Target-URI", target_uri))
     headers += list(extra or [])
-    headers.append(("WARC-Block-Digest", sha256_label(block)))
+    headers.append(("WARC-Block-Digest", sha256_label(block if digest_of is None else digest_of)))
     if payload is not None:
         headers.append(("WARC-Payload-Digest", sha256_label(payload)))
     headers.append(("Content-Length", str(len(block))))
@@ -144,6 +146,7 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
             date,
             extra=[("Content-Type", "application/http; msgtype=response")],
             payload=ex.body,
+            digest_of=response_block + b" " if ex.wrong_block_digest else None,
         )
         response_id = response.split(b"WARC-Record-ID: ", 1)[1].split(b"\r\n", 1)[0].decode()
         member = gzip_member(response)
@@ -177,6 +180,17 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
     iso = date.strftime("%Y-%m-%dT%H:%M:%SZ")
     page_rows = [{"id": uuid.uuid4().hex, "url": url, "ts": iso, "title": title} for url, title in pages]
     return WaczParts(warcs={warc_name: bytes(warc)}, cdxj=entries, pages=page_rows, created=iso)
+
+
+def parts_of_warc(warc_name, warc, cdxj_lines, pages, created):
+    """WaczParts of a WARC written elsewhere (wget's, say) and its CDXJ lines."""
+    entries = []
+    for line in cdxj_lines:
+        key, timestamp, fields = line.split(" ", 2)
+        entries.append(CdxjEntry(key, timestamp, json.loads(fields)))
+    entries.sort(key=lambda e: e.line().encode("utf-8"))
+    rows = [{"url": url, "ts": created, "title": title} for url, title in pages]
+    return WaczParts(warcs={warc_name: warc}, cdxj=entries, pages=rows, created=created)
 
 
 def write_wacz(

@@ -6,11 +6,14 @@ Needs the warcio.js CLI under $ORCH_TEST_TOOLS (scripts/setup); without it the
 test fails, as every test whose tool is missing does.
 """
 
+import functools
+import http.server
 import json
 import os
 import subprocess
 import sys
 import tempfile
+import threading
 
 sys.dont_write_bytecode = True
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -30,6 +33,47 @@ def sample_parts():
         ],
         pages=[(PAGE, "Hand")],
     )
+
+
+def wget_parts(tmp):
+    """A WACZ around wget's own WARC/1.0 (sha1 base32 digests, metadata records)
+    of a page served here on 127.0.0.1, indexed by warcio.js cdx-index."""
+    site = os.path.join(tmp, "site")
+    os.mkdir(site)
+    with open(os.path.join(site, "index.html"), "w", encoding="utf-8") as fh:
+        fh.write("<html><head><title>Wget</title></head><body>fetched by wget</body></html>")
+    class Quiet(http.server.SimpleHTTPRequestHandler):
+        def log_message(self, *_args):
+            pass
+
+    handler = functools.partial(Quiet, directory=site)
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
+    try:
+        subprocess.run(["wget", "-q", "--no-warc-keep-log", "--warc-file=" + os.path.join(tmp, "wget"), "-O", os.devnull, url],
+                       check=True, timeout=60)
+    finally:
+        server.shutdown()
+        server.server_close()
+    warc_path = os.path.join(tmp, "wget.warc.gz")
+    warcio = os.path.join(os.environ.get("ORCH_TEST_TOOLS", os.path.join(HERE, "..", "..", "build", "test-tools")),
+                          "node_modules", ".bin", "warcio")
+    if not os.access(warcio, os.X_OK):
+        raise SystemExit(f"warcio.js CLI not found at {warcio} (scripts/setup installs it)")
+    index = subprocess.run([warcio, "cdx-index", warc_path], capture_output=True, text=True, check=True, timeout=120)
+    lines = [line for line in index.stdout.splitlines() if line.strip()]
+    with open(warc_path, "rb") as fh:
+        warc = fh.read()
+    return hb.parts_of_warc("wget.warc.gz", warc, lines, [(url, "Wget")], "2026-01-02T03:04:05Z")
+
+
+def wrong_block_digest(parts):
+    """Rebuild with the page's response carrying a digest of other bytes."""
+    fresh = hb.build_parts(
+        [hb.Exchange(PAGE, "text/html", b"<html>digest</html>", wrong_block_digest=True)], pages=[(PAGE, "Hand")]
+    )
+    parts.warcs, parts.cdxj, parts.pages = fresh.warcs, fresh.cdxj, fresh.pages
 
 
 def shift_first_offset(parts):
@@ -73,6 +117,8 @@ CASES = {
     "bad pages header": (bad_pages_header, {}, {"pages-header"}, set()),
     "page ts not ISO 8601": (bad_page_ts, {}, {"pages-entry"}, set()),
     "index url differs from the record": (wrong_target, {}, {"cdxj-target"}, {"cdxj-order", "page-unindexed"}),
+    "block digest of other bytes": (wrong_block_digest, {}, {"warc-digest"}, set()),
+    "wget WARC/1.0 with sha1 base32 digests": ("wget", {}, set(), set()),
 }
 
 
@@ -88,9 +134,12 @@ def main():
     failures = []
     with tempfile.TemporaryDirectory(prefix="test-check-wacz-") as tmp:
         for number, (name, (edit, kwargs, expected, allowed)) in enumerate(CASES.items()):
-            parts = sample_parts()
-            if edit:
-                edit(parts)
+            if edit == "wget":
+                parts = wget_parts(tmp)
+            else:
+                parts = sample_parts()
+                if edit:
+                    edit(parts)
             path = hb.write_wacz(os.path.join(tmp, f"case{number}.wacz"), parts, **kwargs)
             code, summary = run_checker(path)
             seen = {e["check"] for e in summary["errors"]}
