@@ -217,7 +217,7 @@ def replay(args, rwp_dir, binary, tmp):
         wanted = re.compile(r"/w/[^/?#]+/(?::[0-9a-f]+/)?\d*mp_/" + re.escape(args.url) + r"(?:[?#]|$)")
         seen, frame_url, settle_end, frame_urls = None, None, None, []
         while time.monotonic() < deadline and (settle_end is None or time.monotonic() < settle_end):
-            step = min(deadline, time.monotonic() + 5)
+            step = min(deadline, time.monotonic() + 15)
             frames = frames_of(client.call("Page.getFrameTree", session_id=session, deadline=step))
             frame_urls = [f.get("url", "") for f in frames]
             match = next((f for f in frames if wanted.search(f.get("url", ""))), None)
@@ -239,7 +239,7 @@ def replay(args, rwp_dir, binary, tmp):
             time.sleep(0.25)
         lines = [f"replay: embed page {embed} for {args.url}"]
         if not frame_url:
-            lines.append("replay: FAIL no replay frame for the URL appeared; frames were:")
+            lines.append("replay: FAIL no replay frame for the URL appeared (is it in the WACZ index?); frames were:")
             lines += [f"replay:   {u}" for u in frame_urls]
             return False, lines
         lines.append(f"replay: frame {frame_url}")
