@@ -8,10 +8,10 @@ code: the checkers judge that code, so their fixtures must not come from it.
     write_wacz(path, parts)              # a correct archive
     write_wacz(path, parts, deflate_archive=True)   # and ways to break it
 
-`build_parts` lays out one WARC (warcinfo, then a request and a response record
-per exchange, each record its own gzip member, WARC/1.1 with sha256 digests),
-its CDXJ (one line per response, offsets and lengths of the gzip members) and
-pages.jsonl. `write_wacz` adds datapackage.json and datapackage-digest.json
+`build_parts` lays out one WARC (warcinfo, then a request and a response (or
+identical-payload-digest revisit) record per exchange, each record its own gzip
+member, WARC/1.1 with sha256 digests), its CDXJ (one line per response or
+revisit: offset and length of its gzip member) and pages.jsonl. `write_wacz` adds datapackage.json and datapackage-digest.json
 over what it actually writes, after the optional tampering hooks have run, so a
 test breaks exactly one thing at a time.
 """
@@ -27,6 +27,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 WARC_NAME = "rec-hand-built-00000.warc.gz"
+REVISIT_PROFILE = "http://netpreserve.org/warc/1.1/revisit/identical-payload-digest"
 DEFAULT_DATE = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
 
 
@@ -38,6 +39,7 @@ class Exchange:
     content_type: str
     body: bytes
     wrong_block_digest: bool = False  # the response's WARC-Block-Digest of other bytes
+    revisit_of: str = ""  # an earlier exchange's url with this same body: a revisit record
 
 
 @dataclass
@@ -139,12 +141,22 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
             f"Content-Length: {len(ex.body)}\r\n\r\n"
         ).encode("utf-8")
         response_block = http_head + ex.body
+        extra = [("Content-Type", "application/http; msgtype=response")]
+        if ex.revisit_of:
+            # identical-payload-digest: the block is the HTTP head only; the
+            # payload digest names the body stored with the earlier record.
+            response_block = http_head
+            extra += [
+                ("WARC-Profile", REVISIT_PROFILE),
+                ("WARC-Refers-To-Target-URI", ex.revisit_of),
+                ("WARC-Refers-To-Date", date.strftime("%Y-%m-%dT%H:%M:%SZ")),
+            ]
         response = warc_record(
-            "response",
+            "revisit" if ex.revisit_of else "response",
             ex.url,
             response_block,
             date,
-            extra=[("Content-Type", "application/http; msgtype=response")],
+            extra=extra,
             payload=ex.body,
             digest_of=response_block + b" " if ex.wrong_block_digest else None,
         )
@@ -158,7 +170,7 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
                 timestamp,
                 {
                     "url": ex.url,
-                    "mime": ex.content_type.split(";")[0].strip(),
+                    "mime": "warc/revisit" if ex.revisit_of else ex.content_type.split(";")[0].strip(),
                     "status": "200",
                     "digest": "sha256:" + hashlib.sha256(ex.body).hexdigest(),
                     "length": str(len(member)),

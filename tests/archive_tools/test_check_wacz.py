@@ -30,6 +30,7 @@ def sample_parts():
             hb.Exchange(PAGE, "text/html; charset=utf-8", b"<html><head><title>Hand</title></head><body>hi</body></html>"),
             hb.Exchange("http://127.0.0.2:8071/data.txt", "text/plain", b"some data"),
             hb.Exchange("http://example.com/style.css", "text/css", b"body{color:red}"),
+            hb.Exchange("http://example.com/again.css", "text/css", b"body{color:red}", revisit_of="http://example.com/style.css"),
         ],
         pages=[(PAGE, "Hand")],
     )

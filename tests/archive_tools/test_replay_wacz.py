@@ -3,8 +3,9 @@
 
 The archived page, at a loopback address where nothing listens, has a known
 title and text, and its script fills in a second text with fetch() from a
-second archived URL. Replay must show the title and both texts with no
-original server running at all; an expected text that is not there must fail.
+second archived URL, and a third from a third URL archived as an
+identical-payload-digest revisit of the second. Replay must show the title and
+all three texts with no original server running at all; an expected text that is not there must fail.
 
 Needs ReplayWeb.page under $ORCH_TEST_TOOLS (scripts/setup) and chromium;
 without them the test fails.
@@ -25,6 +26,7 @@ HARNESS = os.path.join(HERE, "replay_wacz.py")
 TITLE = "Hand-Built Replay Page"
 WRITTEN = "Text written into the page"
 FETCHED = "Text fetched from the second URL"
+REVISITED = "revisit: " + FETCHED  # the same payload from a third URL, stored as a revisit
 
 
 def closed_port(host):
@@ -44,14 +46,16 @@ def nothing_listens(host, port):
 
 def build(path, base):
     html = f"""<!doctype html><html><head><meta charset="utf-8"><title>{TITLE}</title></head>
-<body><p>{WRITTEN}</p><p id="later">not fetched yet</p>
+<body><p>{WRITTEN}</p><p id="later">not fetched yet</p><p id="copy">no revisit yet</p>
 <script>
 fetch("data.txt").then(r => r.text()).then(t => {{ document.getElementById("later").textContent = t; }});
+fetch("copy.txt").then(r => r.text()).then(t => {{ document.getElementById("copy").textContent = "revisit: " + t; }});
 </script></body></html>""".encode("utf-8")
     parts = hb.build_parts(
         [
             hb.Exchange(base + "index.html", "text/html; charset=utf-8", html),
             hb.Exchange(base + "data.txt", "text/plain; charset=utf-8", FETCHED.encode("utf-8")),
+            hb.Exchange(base + "copy.txt", "text/plain; charset=utf-8", FETCHED.encode("utf-8"), revisit_of=base + "data.txt"),
         ],
         pages=[(base + "index.html", TITLE)],
     )
@@ -78,7 +82,8 @@ def main():
         common = ["--wacz", wacz, "--url", base + "index.html", "--timeout", "120"]
 
         print("replay of the archived page (no original server):")
-        code, out = run([*common, "--expect-title", TITLE, "--expect-text", WRITTEN, "--expect-text", FETCHED])
+        code, out = run([*common, "--expect-title", TITLE, "--expect-text", WRITTEN, "--expect-text", FETCHED,
+                         "--expect-text", REVISITED])
         if code == 2:
             print(f"test_replay_wacz: FAIL the harness cannot run here: {out.splitlines()[-1] if out else ''}")
             return 1
@@ -97,7 +102,7 @@ def main():
     for f in failures:
         print(f"test_replay_wacz: FAIL {f}")
     if not failures:
-        print("test_replay_wacz: replay shows the archived title and both texts; wrong expectations fail")
+        print("test_replay_wacz: replay shows the archived title and all three texts; wrong expectations fail")
     return 1 if failures else 0
 
 
