@@ -88,7 +88,9 @@ def find_warcio(explicit):
     for path in candidates:
         if os.path.isfile(path) and os.access(path, os.X_OK):
             return os.path.abspath(path)
-    raise ToolMissing(f"warcio.js CLI not found at {candidates[0]} (scripts/setup installs it into <build dir>/test-tools)")
+    raise ToolMissing(
+        f"warcio.js CLI not found at {candidates[0]} (scripts/setup installs it into <build dir>/test-tools)"
+    )
 
 
 def sha256_of_member(zf, name):
@@ -189,21 +191,33 @@ def check_warc(zf, name, report):
                 offsets.append(offset)
                 headers, block, problem = parse_warc_record(data)
                 if problem:
-                    report.error("warc-member", f"{name} @ {offset}: gzip member is not exactly one WARC record: {problem}")
+                    report.error(
+                        "warc-member",
+                        f"{name} @ {offset}: gzip member is not exactly one WARC record: {problem}",
+                    )
                     continue
                 if index == 0 and headers.get("warc-type") != "warcinfo":
-                    report.error("warc-first-record", f"{name}: first record is {headers.get('warc-type')!r}, not warcinfo")
+                    report.error(
+                        "warc-first-record",
+                        f"{name}: first record is {headers.get('warc-type')!r}, not warcinfo",
+                    )
                 for field in ("warc-block-digest", "warc-payload-digest"):
                     label = headers.get(field, "")
                     if label.lower().startswith("sha256:") and not SHA256_LABEL.match(label):
-                        report.error("warc-digest", f"{name} @ {offset}: {field} {label!r} is not sha256:<64 lowercase hex>")
+                        report.error(
+                            "warc-digest",
+                            f"{name} @ {offset}: {field} {label!r} is not sha256:<64 lowercase hex>",
+                        )
                 label = headers.get("warc-block-digest")
                 if label:
                     ok = digest_matches(label, block)
                     if ok is None:
                         report.error("warc-digest", f"{name} @ {offset}: unknown WARC-Block-Digest form {label!r}")
                     elif not ok:
-                        report.error("warc-digest", f"{name} @ {offset}: WARC-Block-Digest {label} does not match the block")
+                        report.error(
+                            "warc-digest",
+                            f"{name} @ {offset}: WARC-Block-Digest {label} does not match the block",
+                        )
     except ValueError as exc:
         report.error("warc-member", f"{name}: {exc}")
     return offsets
@@ -304,7 +318,10 @@ def check_cdxj(zf, warc_names, report):
                 except ValueError:
                     fields = None
             if not isinstance(fields, dict):
-                report.error("cdxj-line", f"index.cdxj line {number} is not '<key> <timestamp> <json object>': {line[:120]!r}")
+                report.error(
+                    "cdxj-line",
+                    f"index.cdxj line {number} is not '<key> <timestamp> <json object>': {line[:120]!r}",
+                )
                 continue
             missing = [k for k in ("url", "offset", "length", "filename") if k not in fields]
             if missing:
@@ -319,7 +336,10 @@ def check_cdxj(zf, warc_names, report):
                 continue
             member = "archive/" + str(fields["filename"])
             if member not in warc_names:
-                report.error("cdxj-file", f"index.cdxj line {number} names {fields['filename']!r}, not a WARC of archive/")
+                report.error(
+                    "cdxj-file",
+                    f"index.cdxj line {number} names {fields['filename']!r}, not a WARC of archive/",
+                )
                 continue
             if member not in handles:
                 handles[member] = MemberReader(zf, member)
@@ -333,7 +353,8 @@ def check_cdxj(zf, warc_names, report):
             if not whole:
                 report.error(
                     "cdxj-offset",
-                    f"index.cdxj line {number} ({url}): bytes {offset}+{length} of {fields['filename']} are not one whole gzip member",
+                    f"index.cdxj line {number} ({url}): bytes {offset}+{length} of {fields['filename']}"
+                    " are not one whole gzip member",
                 )
                 continue
             headers, _block, problem = parse_warc_record(data)
@@ -344,7 +365,10 @@ def check_cdxj(zf, warc_names, report):
             if data.startswith(b"WARC/1.0") and target.startswith("<") and target.endswith(">"):
                 target = target[1:-1]  # WARC/1.0's grammar brackets the URI; wget writes it so
             if target != url:
-                report.error("cdxj-target", f"index.cdxj line {number}: url {url!r} but the record's WARC-Target-URI is {target!r}")
+                report.error(
+                    "cdxj-target",
+                    f"index.cdxj line {number}: url {url!r} but the record's WARC-Target-URI is {target!r}",
+                )
     finally:
         for fh in handles.values():
             fh.close()
@@ -426,7 +450,10 @@ def check_datapackage(zf, names, report):
             continue
         size = zf.getinfo(path).file_size
         if res.get("bytes") != size:
-            report.error("resource-bytes", f"{path}: datapackage.json says {res.get('bytes')!r} bytes, the member has {size}")
+            report.error(
+                "resource-bytes",
+                f"{path}: datapackage.json says {res.get('bytes')!r} bytes, the member has {size}",
+            )
         label = res.get("hash")
         if not isinstance(label, str) or not SHA256_LABEL.match(label):
             report.error("resource-hash", f"{path}: hash {label!r} is not sha256:<64 lowercase hex>")
@@ -448,7 +475,10 @@ def check_datapackage(zf, names, report):
         return
     expected = "sha256:" + hashlib.sha256(raw).hexdigest()
     if digest.get("hash") != expected:
-        report.error("digest-file", f"datapackage-digest.json hash {digest.get('hash')!r} is not datapackage.json's {expected}")
+        report.error(
+            "digest-file",
+            f"datapackage-digest.json hash {digest.get('hash')!r} is not datapackage.json's {expected}",
+        )
 
 
 def check(path, warcio):
@@ -471,7 +501,10 @@ def check(path, warcio):
             report.error("missing-member", "no archive/*.warc.gz")
         for info in infos:
             if info.filename.startswith("archive/") and info.compress_type != zipfile.ZIP_STORED:
-                report.error("archive-compressed", f"{info.filename} is compressed (method {info.compress_type}), not stored")
+                report.error(
+                    "archive-compressed",
+                    f"{info.filename} is compressed (method {info.compress_type}), not stored",
+                )
         check_datapackage(zf, names, report)
         with tempfile.TemporaryDirectory(prefix="check-wacz-") as tmp:
             for name in warc_names:
@@ -487,7 +520,9 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description="Independent WACZ 1.1.1 structure check.")
     parser.add_argument("wacz")
     parser.add_argument("--json", action="store_true", help="print a JSON summary instead of text")
-    parser.add_argument("--warcio", help="path of the warcio.js CLI (default: $ORCH_TEST_TOOLS/node_modules/.bin/warcio)")
+    parser.add_argument(
+        "--warcio", help="path of the warcio.js CLI (default: $ORCH_TEST_TOOLS/node_modules/.bin/warcio)"
+    )
     args = parser.parse_args(argv)
     try:
         warcio = find_warcio(args.warcio)

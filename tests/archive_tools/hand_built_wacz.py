@@ -11,9 +11,10 @@ code: the checkers judge that code, so their fixtures must not come from it.
 `build_parts` lays out one WARC (warcinfo, then a request and a response (or
 identical-payload-digest revisit) record per exchange, each record its own gzip
 member, WARC/1.1 with sha256 digests), its CDXJ (one line per response or
-revisit: offset and length of its gzip member) and pages.jsonl. `write_wacz` adds datapackage.json and datapackage-digest.json
-over what it actually writes, after the optional tampering hooks have run, so a
-test breaks exactly one thing at a time.
+revisit: offset and length of its gzip member) and pages.jsonl. `write_wacz`
+adds datapackage.json and datapackage-digest.json over what it actually writes,
+after the optional tampering hooks have run, so a test breaks exactly one thing
+at a time.
 """
 
 import datetime
@@ -60,7 +61,9 @@ class WaczParts:
     cdxj: list = field(default_factory=list)  # CdxjEntry, sorted
     pages: list = field(default_factory=list)  # dicts after the header line
     created: str = ""
-    pages_header: dict = field(default_factory=lambda: {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"})
+    pages_header: dict = field(
+        default_factory=lambda: {"format": "json-pages-1.0", "id": "pages", "title": "All Pages"}
+    )
 
     def cdxj_text(self):
         return "".join(e.line() + "\n" for e in self.cdxj)
@@ -124,7 +127,11 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
     warc = bytearray(
         gzip_member(
             warc_record(
-                "warcinfo", None, info, date, extra=[("WARC-Filename", warc_name), ("Content-Type", "application/warc-fields")]
+                "warcinfo",
+                None,
+                info,
+                date,
+                extra=[("WARC-Filename", warc_name), ("Content-Type", "application/warc-fields")],
             )
         )
     )

@@ -12,7 +12,8 @@ which ReplayWeb.page uses to read the zip). Drives a headless Chromium over
 CDP (plugins/chrome/cdp.py) with a fresh profile, waits (bounded by --timeout)
 for the replay frame whose URL holds /w/<collection>/[:<source hash>/][<timestamp>]mp_/<URL>,
 and reads that frame's title and body text in an isolated world. Once that
-frame has loaded, expectations not met within --settle seconds fail.
+frame has loaded, expectations not met within --settle seconds fail. When no
+replay frame has appeared by half the bound, the embed page is reloaded once.
 
 Prints what it saw. Exits 0 when every expectation holds, 1 when one does not
 (or the replay frame never appears), 2 when it cannot run (ReplayWeb.page or
@@ -87,10 +88,15 @@ def make_handler(wacz, rwp_dir, page):
             if path == WACZ_PATH:
                 return self.send_file(wacz, "application/wacz", head, ranges=True)
             if path.startswith("/replay/"):
-                rel = os.path.normpath(path[len("/replay/") :])
+                # /replay/ itself is normally answered by the service worker
+                # (serveIndex); a request that reaches the network before the
+                # worker controls the frame gets the package's same app page.
+                rel = os.path.normpath(path[len("/replay/") :] or "index.html")
                 full = os.path.join(rwp_dir, rel)
                 if not rel.startswith("..") and os.path.isfile(full):
-                    ctype = "application/javascript" if full.endswith(".js") else "application/octet-stream"
+                    ctype = {".js": "application/javascript", ".html": "text/html; charset=utf-8"}.get(
+                        os.path.splitext(full)[1], "application/octet-stream"
+                    )
                     extra = {"Service-Worker-Allowed": "/replay/"} if rel == "sw.js" else {}
                     return self.send_file(full, ctype, head, extra=extra)
             self.send_bytes(b"not found\n", "text/plain", head, status=404)
@@ -205,18 +211,28 @@ def replay(args, rwp_dir, binary, tmp):
     client = None
     try:
         embed = f"http://127.0.0.1:{server.server_address[1]}/"
+        reloaded = False
         proc, ws_url = launch_chromium(binary, profile, deadline)
         if not ws_url:
             return False, ["replay: chromium did not publish its DevTools port in time"]
         client = cdp.CDP(ws_url, deadline)
         target = client.call("Target.createTarget", {"url": "about:blank"}, deadline=deadline)["targetId"]
-        session = client.call("Target.attachToTarget", {"targetId": target, "flatten": True}, deadline=deadline)["sessionId"]
+        session = client.call(
+            "Target.attachToTarget", {"targetId": target, "flatten": True}, deadline=deadline
+        )["sessionId"]
         client.call("Page.enable", session_id=session, deadline=deadline)
         client.call("Page.navigate", {"url": embed}, session_id=session, deadline=deadline)
         # /w/<collection>/[:<hash of the source>/][<timestamp>]mp_/<url>
         wanted = re.compile(r"/w/[^/?#]+/(?::[0-9a-f]+/)?\d*mp_/" + re.escape(args.url) + r"(?:[?#]|$)")
         seen, frame_url, settle_end, frame_urls = None, None, None, []
+        # A first load can lose the race with the service worker's activation;
+        # one reload of the embed page, at half the bound, recovers it.
+        reload_at = time.monotonic() + args.timeout / 2
         while time.monotonic() < deadline and (settle_end is None or time.monotonic() < settle_end):
+            if frame_url is None and reload_at is not None and time.monotonic() >= reload_at:
+                reload_at = None
+                client.call("Page.reload", {"ignoreCache": True}, session_id=session, deadline=deadline)
+                reloaded = True
             step = min(deadline, time.monotonic() + 15)
             frames = frames_of(client.call("Page.getFrameTree", session_id=session, deadline=step))
             frame_urls = [f.get("url", "") for f in frames]
@@ -226,8 +242,12 @@ def replay(args, rwp_dir, binary, tmp):
                 try:
                     ctx = client.call("Page.createIsolatedWorld", {"frameId": match["id"], "worldName": "replay-check"},
                                       session_id=session, deadline=step)["executionContextId"]
-                    res = client.call("Runtime.evaluate", {"expression": READ_PAGE, "contextId": ctx, "returnByValue": True},
-                                      session_id=session, deadline=step)
+                    res = client.call(
+                        "Runtime.evaluate",
+                        {"expression": READ_PAGE, "contextId": ctx, "returnByValue": True},
+                        session_id=session,
+                        deadline=step,
+                    )
                     seen = json.loads(res.get("result", {}).get("value") or "{}")
                 except (cdp.CDPError, ValueError):
                     seen = None  # the frame navigated away meanwhile; look again
@@ -237,7 +257,7 @@ def replay(args, rwp_dir, binary, tmp):
                     if not missing(args, seen):
                         break
             time.sleep(0.25)
-        lines = [f"replay: embed page {embed} for {args.url}"]
+        lines = [f"replay: embed page {embed} for {args.url}{' (reloaded once)' if reloaded else ''}"]
         if not frame_url:
             lines.append("replay: FAIL no replay frame for the URL appeared (is it in the WACZ index?); frames were:")
             lines += [f"replay:   {u}" for u in frame_urls]

@@ -22,15 +22,16 @@ import hand_built_wacz as hb  # noqa: E402
 
 CHECKER = os.path.join(HERE, "check_wacz.py")
 PAGE = "http://127.0.0.2:8071/index.html"
+STYLE = "http://example.com/style.css"
 
 
 def sample_parts():
     return hb.build_parts(
         [
-            hb.Exchange(PAGE, "text/html; charset=utf-8", b"<html><head><title>Hand</title></head><body>hi</body></html>"),
+            hb.Exchange(PAGE, "text/html; charset=utf-8", b"<html><head><title>Hand</title></head>hi</html>"),
             hb.Exchange("http://127.0.0.2:8071/data.txt", "text/plain", b"some data"),
-            hb.Exchange("http://example.com/style.css", "text/css", b"body{color:red}"),
-            hb.Exchange("http://example.com/again.css", "text/css", b"body{color:red}", revisit_of="http://example.com/style.css"),
+            hb.Exchange(STYLE, "text/css", b"body{color:red}"),
+            hb.Exchange("http://example.com/again.css", "text/css", b"body{color:red}", revisit_of=STYLE),
         ],
         pages=[(PAGE, "Hand")],
     )
@@ -52,8 +53,8 @@ def wget_parts(tmp):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     url = f"http://127.0.0.1:{server.server_address[1]}/index.html"
     try:
-        subprocess.run(["wget", "-q", "--no-warc-keep-log", "--warc-file=" + os.path.join(tmp, "wget"), "-O", os.devnull, url],
-                       check=True, timeout=60)
+        wget = ["wget", "-q", "--no-warc-keep-log", "--warc-file=" + os.path.join(tmp, "wget"), "-O", os.devnull, url]
+        subprocess.run(wget, check=True, timeout=60)
     finally:
         server.shutdown()
         server.server_close()
@@ -112,7 +113,12 @@ CASES = {
     "wrong sha256 of a resource": (None, {"tamper_datapackage": wrong_resource_hash}, {"resource-hash"}, set()),
     "unsorted CDXJ": (unsort, {}, {"cdxj-order"}, set()),
     "deflated WARC": (None, {"deflate_archive": True}, {"archive-compressed"}, set()),
-    "missing index member": (None, {"omit": ("indexes/index.cdxj",)}, {"missing-member"}, {"resource-missing", "page-unindexed"}),
+    "missing index member": (
+        None,
+        {"omit": ("indexes/index.cdxj",)},
+        {"missing-member"},
+        {"resource-missing", "page-unindexed"},
+    ),
     "offset off by one": (shift_first_offset, {}, {"cdxj-offset"}, set()),
     "bad digest file": (None, {"tamper_digest": wrong_digest}, {"digest-file"}, set()),
     "bad pages header": (bad_pages_header, {}, {"pages-header"}, set()),

@@ -55,7 +55,9 @@ fetch("copy.txt").then(r => r.text()).then(t => {{ document.getElementById("copy
         [
             hb.Exchange(base + "index.html", "text/html; charset=utf-8", html),
             hb.Exchange(base + "data.txt", "text/plain; charset=utf-8", FETCHED.encode("utf-8")),
-            hb.Exchange(base + "copy.txt", "text/plain; charset=utf-8", FETCHED.encode("utf-8"), revisit_of=base + "data.txt"),
+            hb.Exchange(
+                base + "copy.txt", "text/plain; charset=utf-8", FETCHED.encode("utf-8"), revisit_of=base + "data.txt"
+            ),
         ],
         pages=[(base + "index.html", TITLE)],
     )
@@ -91,8 +93,9 @@ def main():
             failures.append(f"the good replay exited {code}")
 
         print("an expected text that is not in the page:")
-        code, out = run([*common, "--settle", "3", "--expect-title", TITLE, "--expect-text", "Text the archive never had"])
-        if code != 1 or "FAIL text 'Text the archive never had' is not in the page" not in out or "replay: frame " not in out:
+        absent = "Text the archive never had"
+        code, out = run([*common, "--settle", "3", "--expect-title", TITLE, "--expect-text", absent])
+        if code != 1 or f"FAIL text {absent!r} is not in the page" not in out or "replay: frame " not in out:
             failures.append(f"the negative replay exited {code} without the missing-text failure")
 
         print("a wrong expected title:")
