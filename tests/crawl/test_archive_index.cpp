@@ -137,3 +137,32 @@ TEST_CASE("archive index: index.json per snapshot and index.json and index.html 
     }
     CHECK(resolved == 9); // screenshot, WARC and index.json of each page
 }
+
+TEST_CASE("archive index: a crawl's index lists snapshots past many cursor pages - in creation order",
+          "[crawl_worker][archive]")
+{
+    CrawlFixture f;
+    f.write_hook("cap", "on_Snapshot__10_cap.sh", capture_hook());
+    auto id = f.add_crawl({"http://site.test/seed"});
+    // 1,800 pages sealed already (several cursor pages of 500), created after the seed.
+    f.exec("INSERT INTO snapshot (crawl_id, url, status, outcome, sealed_at, title, created_at)"
+           " SELECT " + f.quote(id) + ", 'http://site.test/p' || g, 'sealed', 'succeeded', now(), 'Page <' || g || '>',"
+           " now() + make_interval(secs => g) FROM generate_series(1, 1800) g");
+    auto p = f.run(id);
+    INFO(p->output());
+    REQUIRE(p->exit_code() == 0);
+    const auto crawl_dir = f.data / "crawls" / id;
+    auto crawl = nlohmann::json::parse(read_text(crawl_dir / "index.json"));
+    REQUIRE(crawl["snapshots"].size() == 1801);
+    CHECK(crawl["crawl"]["counts"]["total"] == 1801);
+    CHECK(crawl["snapshots"][0]["url"] == "http://site.test/seed");
+    CHECK(crawl["snapshots"][1800]["url"] == "http://site.test/p1800");
+    CHECK(crawl["snapshots"][1800]["title"] == "Page <1800>");
+    const auto html = read_text(crawl_dir / "index.html");
+    std::size_t rows = 0;
+    for (auto at = html.find("<tr class="); at != std::string::npos; at = html.find("<tr class=", at + 1)) {
+        ++rows;
+    }
+    CHECK(rows == 1801);
+    CHECK(html.find("Page &lt;1800&gt;") != std::string::npos);
+}
