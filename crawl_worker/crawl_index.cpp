@@ -2,6 +2,7 @@
 
 #include "common/base/atomic_file.hpp"
 #include "common/base/log.hpp"
+#include "common/db/autocommit_statement.hpp"
 #include "common/hooks/hook_env.hpp"
 #include "common/work/snapshot_index.hpp"
 
@@ -237,6 +238,35 @@ std::string url_path_escaped(std::string_view path)
         }
     }
     return out;
+}
+
+long write_snapshot_indexes_sealed_by(pqxx::connection& conn, const std::string& crawl_id,
+                                      const std::string& sealer, const std::filesystem::path& data_dir) noexcept
+{
+    long written = 0;
+    try {
+        // Keyset pages by id: each snapshot's index is its own statement, which
+        // cannot run inside a cursor's transaction.
+        std::string after = "00000000-0000-0000-0000-000000000000";
+        for (;;) {
+            auto page = exec_autocommit(
+                conn, "crawl_index.sealed_by",
+                "SELECT id FROM snapshot WHERE crawl_id = $1 AND status = 'sealed'"
+                " AND (sealed_by = $2 OR sealed_by IS NULL) AND id > $3 ORDER BY id LIMIT 500",
+                crawl_id, sealer, after);
+            if (page.empty()) {
+                break;
+            }
+            for (const auto& row : page) {
+                after = row[0].as<std::string>();
+                written += write_snapshot_index(conn, after, data_dir / "snapshots" / after) ? 1 : 0;
+            }
+        }
+    } catch (const std::exception& e) {
+        log::warn("snapshot indexes of the crawl worker's seals not written",
+                  {{"crawl", crawl_id}, {"error", e.what()}});
+    }
+    return written;
 }
 
 bool write_crawl_index(pqxx::connection& conn, const std::string& crawl_id,

@@ -30,6 +30,15 @@ inline constexpr int k_crawl_index_outputs = 50;
 bool write_crawl_index(pqxx::connection& conn, const std::string& crawl_id,
                        const std::filesystem::path& crawl_dir) noexcept;
 
+// Writes the index.json (write_snapshot_index) of each snapshot of the crawl
+// that `sealer` (the crawl worker's process row) sealed itself, or that has no
+// sealer (an operator's cancel): a snapshot given up after its workers died, or
+// sealed when the crawl stopped early, whose snapshot worker wrote no index of
+// its seal. Reads their ids 500 at a time. Returns how many were written; a
+// failure is logged, never thrown.
+long write_snapshot_indexes_sealed_by(pqxx::connection& conn, const std::string& crawl_id,
+                                      const std::string& sealer, const std::filesystem::path& data_dir) noexcept;
+
 // `config` with the values of secret-looking names (is_secret_env_name) and
 // strings embedding URL credentials replaced by "[redacted]", at any depth.
 nlohmann::ordered_json redacted_config(nlohmann::ordered_json config);

@@ -166,3 +166,25 @@ TEST_CASE("archive index: a crawl's index lists snapshots past many cursor pages
     CHECK(rows == 1801);
     CHECK(html.find("Page &lt;1800&gt;") != std::string::npos);
 }
+
+TEST_CASE("archive index: snapshots the crawl worker sealed at a timeout get their index.json too",
+          "[crawl_worker][archive]")
+{
+    CrawlFixture f;
+    f.write_hook("slow", "on_Snapshot__10_slow.sh", "sleep 30\n");
+    auto id = f.add_crawl(CrawlFixture::site_urls(2), {"--timeout", "1"});
+    auto p = f.run(id);
+    INFO(p->output());
+    REQUIRE(p->exit_code() == 0);
+    REQUIRE(f.scalar("SELECT outcome FROM crawl WHERE id = " + f.quote(id)) == "timed_out");
+    for (const auto& row : f.rows("SELECT id, outcome FROM snapshot WHERE crawl_id = " + f.quote(id))) {
+        INFO(row[0]);
+        auto doc = nlohmann::json::parse(read_text(f.data / "snapshots" / row[0] / "index.json"));
+        CHECK(doc["status"] == "sealed");
+        CHECK(doc["outcome"] == row[1]);
+    }
+    auto checked = run_command({"/usr/bin/env", "python3", (source_dir() / "tests/crawl/check_archive_index.py").string(),
+                                f.data.string(), id});
+    INFO(checked.out << checked.err);
+    CHECK(checked.exit_code == 0);
+}
