@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include <cctype>
+#include <stdexcept>
 
 namespace orch {
 namespace {
