@@ -6,6 +6,7 @@
 #include "common/hooks/hook_launch_request.hpp"
 #include "common/hooks/hook_env.hpp"
 #include "common/base/log.hpp"
+#include "crawl_worker/crawl_index.hpp"
 
 #include <fmt/format.h>
 
@@ -140,6 +141,8 @@ ExitCode CrawlRun::run(const std::vector<CrawlHook>& crawl_hooks, const std::vec
         // held (the last snapshot worker's, the hooks'), in the same statement.
         auto outcome = m_store.seal(forced, reason, m_supervisor.take_held_exits());
         log::info("crawl sealed", {{"outcome", outcome}});
+        write_snapshot_indexes_sealed_by(m_conn, m_ctx.crawl.id, m_ctx.self_row_id, m_ctx.data_dir);
+        write_crawl_index(m_conn, m_ctx.crawl.id, m_ctx.crawl_dir);
         return ExitCode::ok;
     } catch (const LeaseLost& e) {
         log::warn(e.what());

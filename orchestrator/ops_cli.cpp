@@ -89,6 +89,25 @@ OpsCommands::OpsCommands(CLI::App& app, const CommonOptions& common) : m_common(
     m_crawls->add_option("-n,--limit", m_crawls_options.limit, "the newest N (default 20)")
         ->check(CLI::Range(1L, 100000L));
 
+    m_snapshots = app.add_subcommand("snapshots", "a crawl's snapshots in creation order, with their directories "
+                                                  "(JSON lines when not on a terminal)");
+    m_snapshots->add_option("crawl_id", m_snapshots_options.crawl_id, "crawl id")->required();
+    add_listing_format_flags(*m_snapshots, m_snapshots_options.json, m_snapshots_options.text);
+    m_snapshots->add_option("--status", m_snapshots_options.states,
+                            "only snapshots in this state or with this outcome (repeatable)")
+        ->check(CLI::IsMember({"queued", "started", "sealed", "succeeded", "partial", "failed", "cancelled",
+                               "timed_out"}));
+    m_snapshots->add_option("--host", m_snapshots_options.host, "only snapshots of this host");
+    m_snapshots->add_option("-n,--limit", m_snapshots_options.limit, "the first N (default: all)")
+        ->check(CLI::Range(1L, 100000000L));
+
+    m_report = app.add_subcommand("report", "a crawl's report: hosts, HTTP status codes, MIME types, failures by "
+                                            "plugin and reason");
+    m_report->add_option("crawl_id", m_report_options.crawl_id, "crawl id")->required();
+    m_report->add_option("--top", m_report_options.top, "rows per section at most (default 20)")
+        ->check(CLI::Range(1L, 100000L));
+    m_report->add_flag("--json", m_report_options.json, "one JSON object");
+
     m_cancel = app.add_subcommand("cancel", "cancel a crawl (its crawl worker stops it; a crawl nobody runs is "
                                             "sealed cancelled at once)");
     m_cancel->add_option("crawl_id", m_cancel_ids, "crawl ids")->required();
@@ -141,6 +160,11 @@ std::optional<int> OpsCommands::run()
     } else if (*m_crawls) {
         require_utf8_options(*m_crawls, {"--label", "--tag"});
         command_crawls(m_common, m_crawls_options);
+    } else if (*m_snapshots) {
+        require_utf8_options(*m_snapshots, {"--host"});
+        command_snapshots(m_common, m_snapshots_options);
+    } else if (*m_report) {
+        command_report(m_common, m_report_options);
     } else if (*m_cancel) {
         for_each_crawl(m_common, m_cancel_ids, cancel_crawl);
     } else if (*m_pause) {

@@ -69,6 +69,28 @@ struct CrawlsOptions {
 // malformed age.
 void command_crawls(const CommonOptions& options, const CrawlsOptions& crawls);
 
+struct SnapshotsOptions {
+    std::string crawl_id;
+    std::vector<std::string> states; // a status (queued, started, sealed) or an outcome (succeeded, ...)
+    std::string host;                // only this host (as url_host gives it; compared in lower case)
+    long limit = 0;                  // the first N in creation order (0: all)
+    bool json = false;               // JSON lines (also when stdout is not a terminal)
+    bool text = false;               // the table even when stdout is not a terminal
+};
+// A crawl's snapshots in creation order (ops.crawl_snapshots), read through a
+// cursor. Throws InvalidInput for a malformed id, NotFound for an unknown crawl.
+void command_snapshots(const CommonOptions& options, const SnapshotsOptions& snapshots);
+
+struct ReportOptions {
+    std::string crawl_id;
+    long top = 20;     // rows per section at most
+    bool json = false; // one JSON object
+};
+// A crawl's report: per host, status codes, MIME types, failures by plugin and
+// reason (ops.crawl_report_*). Throws InvalidInput for a malformed id, NotFound
+// for an unknown crawl.
+void command_report(const CommonOptions& options, const ReportOptions& report);
+
 // The actions on one crawl that `cancel`, `pause` and `resume` take in turn for
 // each id given (ops_cli.cpp: ids checked first, one database connection, each
 // action its own transaction). `crawl_id` is a checked UUID. Throw NotFound.
@@ -130,6 +152,8 @@ private:
     CLI::App* m_prune = nullptr;
     CLI::App* m_ops = nullptr;
     CLI::App* m_events = nullptr;
+    CLI::App* m_snapshots = nullptr;
+    CLI::App* m_report = nullptr;
     StatusOptions m_status_options;
     PsOptions m_ps_options;
     LogsOptions m_logs_options;
@@ -143,6 +167,8 @@ private:
     PruneOptions m_prune_options;
     ReaderRoleOptions m_role_options;
     EventsOptions m_events_options;
+    SnapshotsOptions m_snapshots_options;
+    ReportOptions m_report_options;
 };
 
 } // namespace orch

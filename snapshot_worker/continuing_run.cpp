@@ -210,6 +210,7 @@ ExitCode run_continuing(pqxx::connection& conn, Supervisor& supervisor, StopSign
         }
         next_reserved = std::move(next->reserved);
         store = std::make_unique<SnapshotStore>(conn, claim.snapshot_id, crawl_id);
+        store->set_index_dir(context_for(scope, snapshot).snap_dir);
         lease = Lease::granted(LeaseTable::snapshot, claim.snapshot_id, self.id, scope.ttl, claim.attempts, expiry_set);
         if (scope.batch_size > 1) {
             // The batch's other leases are renewed with this one.

@@ -113,6 +113,10 @@ SnapshotStore::BatchStep SnapshotStore::seal_batch_and_claim(const std::vector<S
             "ORDER BY 4",
             m_crawl_id, m_owner);
     }
+    write_index();
+    for (auto* store : held) {
+        store->write_index();
+    }
     for (const auto& row : r) {
         if (row[first].is_null()) {
             continue; // the row of a batch that claimed nothing

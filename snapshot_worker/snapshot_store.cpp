@@ -6,6 +6,7 @@
 #include "common/base/log.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/snapshot_index.hpp"
 #include "common/work/work_states.hpp"
 #include "snapshot_worker/seal_statements.hpp"
 
@@ -248,10 +249,16 @@ std::string SnapshotStore::seal(const std::vector<process_table::HeldExit>& exit
                                         (none ? ".none_held" : ""),
                                     statements[process_table::exits_variant(exits.size())],
                                     seal_sql::seal_parameters({m_snapshot_id, m_owner, writes}, exits));
-    if (r.empty()) {
-        return sealed_already();
+    auto outcome = r.empty() ? sealed_already() : r[0][0].as<std::string>();
+    write_index();
+    return outcome;
+}
+
+void SnapshotStore::write_index()
+{
+    if (!m_index_dir.empty()) {
+        write_snapshot_index(m_conn, m_snapshot_id, m_index_dir);
     }
-    return r[0][0].as<std::string>();
 }
 
 std::string SnapshotStore::sealed_already()
@@ -346,6 +353,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
         if (!next.empty()) {
             read_next(next[0], 0, out);
         }
+        write_index();
         return out;
     }
     SealAndNext out;
@@ -353,6 +361,7 @@ SnapshotStore::SealAndNext SnapshotStore::seal_and_claim_next(const std::string&
     if (!r[0][1].is_null()) {
         read_next(r[0], 1, out);
     }
+    write_index();
     return out;
 }
 

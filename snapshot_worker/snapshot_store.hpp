@@ -12,6 +12,7 @@
 #include <pqxx/pqxx>
 
 #include <chrono>
+#include <filesystem>
 #include <map>
 #include <optional>
 #include <string>
@@ -115,8 +116,13 @@ public:
                                    std::chrono::seconds ttl, const std::vector<process_table::HeldExit>& exits,
                                    const std::vector<Hook>& hooks, int claim);
     const std::string& snapshot_id() const { return m_snapshot_id; }
+    // The snapshot's directory: each seal above, once its statement has
+    // returned, writes the snapshot's index.json there (write_snapshot_index:
+    // a failure is logged, never thrown). Unset: no index is written.
+    void set_index_dir(std::filesystem::path snap_dir) { m_index_dir = std::move(snap_dir); }
 
 private:
+    void write_index();
     void require(const pqxx::result& r, const char* what) const;
     // After a seal statement matched nothing: the outcome if the snapshot was
     // sealed by us (sealed_by), else throws LeaseLost.
@@ -127,6 +133,7 @@ private:
     std::string m_snapshot_id;
     std::string m_crawl_id;
     std::string m_owner;
+    std::filesystem::path m_index_dir;
     ResultWriteBehind m_writes;
 };
 

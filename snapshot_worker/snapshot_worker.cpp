@@ -46,6 +46,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     log::set_context("snapshot", snapshot_id);
 
     auto store = std::make_unique<SnapshotStore>(conn, snapshot_id);
+    store->set_index_dir(data_dir / "snapshots" / snapshot_id);
     auto snapshot = store->load();
     if (!snapshot) {
         throw NotFound(fmt::format("snapshot {} not found", snapshot_id));
