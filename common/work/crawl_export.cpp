@@ -20,17 +20,19 @@ const std::string k_crawl = fmt::format(
     "FROM crawl WHERE id = $1",
     k_iso_utc);
 // Every WARC output of the latest attempt of each hook of the crawl's snapshots.
+// Snapshots added together (the seeds) keep the order of the crawl's URLs.
 const std::string k_warcs =
     "SELECT s.id::text, ar.plugin, f->>'path' "
-    "FROM snapshot s JOIN archive_result ar ON ar.snapshot_id = s.id "
+    "FROM crawl c JOIN snapshot s ON s.crawl_id = c.id JOIN archive_result ar ON ar.snapshot_id = s.id "
     "  CROSS JOIN LATERAL jsonb_array_elements(ar.output_files) f "
-    "WHERE s.crawl_id = $1 AND jsonb_typeof(f->'path') = 'string' "
+    "WHERE c.id = $1 AND jsonb_typeof(f->'path') = 'string' "
     "  AND (f->>'path' LIKE '%.warc.gz' OR f->>'path' LIKE '%.warc') "
-    "ORDER BY s.created_at, s.id, ar.hook_name, f->>'path'";
+    "ORDER BY s.created_at, array_position(c.urls, s.url), s.url, ar.hook_name, f->>'path'";
 const std::string k_pages = fmt::format(
-    "SELECT url, coalesce(to_char(coalesce(started_at, sealed_at, created_at) AT TIME ZONE 'UTC', {0}), ''), "
-    "  coalesce(title, '') "
-    "FROM snapshot WHERE crawl_id = $1 AND outcome = 'succeeded' ORDER BY created_at, id",
+    "SELECT s.url, coalesce(to_char(coalesce(s.started_at, s.sealed_at, s.created_at) AT TIME ZONE 'UTC', {0}), ''), "
+    "  coalesce(s.title, '') "
+    "FROM crawl c JOIN snapshot s ON s.crawl_id = c.id WHERE c.id = $1 AND s.outcome = 'succeeded' "
+    "ORDER BY s.created_at, array_position(c.urls, s.url), s.url",
     k_iso_utc);
 
 // A path from output_files that stays inside its hook's directory.

@@ -22,7 +22,8 @@ struct CrawlExport {
 // files of its snapshots' latest attempts (archive_result.output_files, one
 // row per hook) whose names end in `.warc.gz` or `.warc`, found under
 // `data_dir`/snapshots/<snapshot>/<plugin>/, never by scanning a directory;
-// its pages are its succeeded snapshots, oldest first, with their start time
+// its pages are its succeeded snapshots, oldest first (seeds in the order of
+// the crawl's URLs), with their start time
 // and title. A name taken twice is prefixed with its snapshot id. One read
 // transaction. Throws NotFound for an unknown crawl, and what libpqxx throws.
 CrawlExport read_crawl_export(pqxx::connection& conn, const std::string& crawl_id,

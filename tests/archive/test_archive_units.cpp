@@ -30,7 +30,7 @@ std::vector<std::string> lines_of(const std::string& text)
 
 } // namespace
 
-TEST_CASE("surt keys: host reversed and lowercased, www dropped, query sorted", "[archive][surt]")
+TEST_CASE("surt keys: host reversed and lowercased with www dropped and the query sorted", "[archive][surt]")
 {
     CHECK(surt_key("https://www.Example.com/A/b?z=1&a=2#frag") == "com,example)/a/b?a=2&z=1");
     CHECK(surt_key("http://example.com") == "com,example)/");
@@ -126,7 +126,7 @@ TEST_CASE("a WARC record's headers and its HTTP status and type", "[archive][war
     CHECK_FALSE(parse_warc_record("WARC/1.1\r\nContent-Length: x\r\n\r\n"));
 }
 
-TEST_CASE("CDXJ lines of response, revisit and resource records, sorted bytewise", "[archive][cdxj]")
+TEST_CASE("CDXJ lines of response and revisit and resource records sorted bytewise", "[archive][cdxj]")
 {
     ScratchDir dir("orch-archive-");
     const std::vector<std::string> records = {

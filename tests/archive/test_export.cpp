@@ -125,7 +125,7 @@ TEST_CASE("export writes a sealed crawl's WARC files as a WACZ", "[archive][expo
     }
 }
 
-TEST_CASE("export refuses an unknown, unsealed or WARC-less crawl", "[archive][export]")
+TEST_CASE("export refuses an unknown or unsealed or WARC-less crawl", "[archive][export]")
 {
     ExportFixture f;
     const auto target = f.root / "x.wacz";

@@ -37,7 +37,7 @@ std::vector<std::string> files_in(const std::filesystem::path& dir)
 
 } // namespace
 
-TEST_CASE("a WACZ 1.1.1 package: stored WARCs, index, pages, datapackage and its digest", "[archive][wacz]")
+TEST_CASE("a WACZ 1.1.1 package: stored WARCs with index and pages and datapackage and its digest", "[archive][wacz]")
 {
     ScratchDir dir("orch-wacz-");
     const auto warc = gzip_member(warcinfo_record("2024-01-02T03:04:05Z")) +
