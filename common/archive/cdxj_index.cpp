@@ -49,8 +49,9 @@ void CdxjIndex::add_warc(const std::filesystem::path& file, const std::string& f
         if (!status.empty()) {
             entry["status"] = status;
         }
-        if (const auto digest = record.field("warc-payload-digest"); !digest.empty()) {
-            entry["digest"] = digest;
+        // Without its "sha256:" / "sha1:" prefix, as pywb and warcio.js index it.
+        if (auto digest = record.field("warc-payload-digest"); !digest.empty()) {
+            entry["digest"] = digest.substr(digest.find(':') + 1);
         }
         entry["length"] = std::to_string(located->length);
         entry["offset"] = std::to_string(located->offset);

@@ -7,6 +7,7 @@
 
 // A CDXJ index (the form pywb and ReplayWeb.page read): one line per capture,
 //   <SURT key> <14-digit timestamp> {"url","mime","status","digest","length","offset","filename"}
+// (the digest without its algorithm prefix, as pywb and warcio.js write it)
 // for the response, revisit and resource records of WARC files, the lines
 // sorted bytewise so a reader can binary-search them.
 namespace orch {

@@ -95,7 +95,7 @@ TEST_CASE("export writes a sealed crawl's WARC files as a WACZ", "[archive][expo
     CHECK(index[0].rfind("test,site)/1 ", 0) == 0);
     CHECK(index[1].rfind("test,site)/1?again=1 ", 0) == 0);
     CHECK(index[2].rfind("test,site)/2 ", 0) == 0);
-    CHECK_THAT(index[0], Catch::Contains("\"mime\":\"text/html\",\"status\":\"200\",\"digest\":\"sha256:"));
+    CHECK_THAT(index[0], Catch::Contains("\"mime\":\"text/html\",\"status\":\"200\",\"digest\":\""));
     const auto pages = lines_of(zip_member(target, "pages/pages.jsonl"));
     REQUIRE(pages.size() == 3);
     CHECK(pages[0] == R"({"format":"json-pages-1.0","id":"pages","title":"All Pages"})");
