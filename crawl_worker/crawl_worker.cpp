@@ -27,6 +27,7 @@
 #include "common/recorder/supervisor.hpp"
 #include "crawl_worker/crawl_run.hpp"
 #include "crawl_worker/crawl_store.hpp"
+#include "crawl_worker/crawl_wacz.hpp"
 
 #include <fmt/format.h>
 
@@ -104,6 +105,8 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         }
         throw ConfigError(fmt::format("crawl {}: its configuration is refused: {}", crawl_id, *problem));
     }
+    // Read with the plan, before the claim: a bad value is found before any work.
+    const bool write_wacz = crawl_wacz_enabled(plugin_roots(options.plugins_dir), crawl->config);
     const auto& crawl_hooks = hooks["Crawl"];
     const auto& end_hooks = hooks["CrawlEnd"];
     auto grace = std::chrono::seconds(read_int_setting(setting::teardown_grace));
@@ -171,6 +174,11 @@ ExitCode run_crawl_worker(const CommonOptions& common, const CrawlWorkerOptions&
         std::filesystem::create_directories(ctx.crawl_dir);
         CrawlRun run(ctx, supervisor, store, *lease, conn, stop);
         code = run.run(crawl_hooks, end_hooks);
+        // Sealed, its CrawlEnd hooks done: its WARC files are final. A WACZ that
+        // cannot be written is journalled; the crawl stays as it was sealed.
+        if (code == ExitCode::ok && write_wacz) {
+            write_crawl_wacz(conn, crawl_id, data_dir, ctx.crawl_dir, self.id);
+        }
     } catch (const LeaseLost& e) {
         log::warn(e.what());
         code = ExitCode::lease_lost;

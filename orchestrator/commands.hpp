@@ -67,4 +67,16 @@ struct ShownOption {
 void command_config_show(const CLI::App& app, const std::vector<std::string>& args,
                          const std::vector<ShownOption>& options, const std::string& plugins_dir, bool json);
 
+struct ExportOptions {
+    std::string crawl_id;
+    std::string wacz;  // --wacz FILE
+};
+
+// `export CRAWL_ID --wacz FILE`: the crawl as a WACZ 1.1.1 (common/work/crawl_export.hpp),
+// written beside FILE and renamed into place; blocks while it reads and copies
+// every WARC. Cut or missing WARC files are named on stderr. Throws InvalidInput
+// (malformed id, unwritable FILE), NotFound (unknown crawl, no WARC file), Error
+// with ExitCode::not_sealed (the crawl is not sealed yet).
+void command_export(const CommonOptions& options, const ExportOptions& exp);
+
 } // namespace orch

@@ -112,6 +112,13 @@ int main(int argc, char** argv)
         "show", "every option, setting and plugin value in effect, and where it came from; exit 3 if one is invalid");
     config_show->add_flag("--json", config_json, "one JSON object per line");
 
+    ExportOptions export_options;
+    auto* export_cmd = app.add_subcommand(
+        "export", "write a sealed crawl as a WACZ 1.1.1 file (its WARC files, a CDXJ index, its pages); exit 6 for an "
+                  "unknown crawl or one without WARC files, 11 for a crawl not sealed yet, 7 for an unwritable FILE");
+    export_cmd->add_option("crawl_id", export_options.crawl_id, "crawl id")->required();
+    export_cmd->add_option("--wacz", export_options.wacz, "the WACZ file to write (replaced if it exists)")->required();
+
     OpsCommands ops(app, common);
     // The arguments as given: `config show` tells a value from the command line
     // from one from the environment (guarded_main hides secrets in argv later).
@@ -154,6 +161,10 @@ int main(int argc, char** argv)
             }
             schedule.add.plugins_dir = run.plugins_dir;
             command_schedule(common, schedule);
+            return 0;
+        }
+        if (*export_cmd) {
+            command_export(common, export_options);
             return 0;
         }
         if (*config_show) {

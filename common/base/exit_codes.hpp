@@ -19,6 +19,7 @@ enum class ExitCode : int {
     already_running = 9,     // the single-runner gate is held by another orchestrator
     interrupted = 10,        // a one-shot run or a worker stopped by SIGTERM/SIGINT, or a crawl worker's crawl
                              // is paused; work released and resumable (a daemon stopped by a signal exits ok)
+    not_sealed = 11,         // `export` of a crawl that is not sealed yet: its WARC files may still grow
 };
 
 constexpr int to_int(ExitCode code) { return static_cast<int>(code); }

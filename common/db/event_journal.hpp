@@ -20,7 +20,7 @@ inline constexpr const char* k_event_kinds[] = {
     "crawl.cancel_requested", "crawl.cancelled", "crawl.retried",       "crawl.paused",    "crawl.resumed",
     "snapshot.retried",   "snapshot.gave_up",   "recovery.cleaned",     "orchestrator.started",
     "orchestrator.stopped", "process.pruned",   "schedule.added",       "schedule.enabled",
-    "schedule.disabled",  "ops.reader_role",    "database.outage"};
+    "schedule.disabled",  "ops.reader_role",    "database.outage",      "crawl.wacz_failed"};
 
 struct Event {
     std::string kind;    // "<noun>.<verb>", e.g. "crawl.cancel_requested"

@@ -17,7 +17,7 @@ import tempfile
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^">]+)[">]', re.M)
 LAYERS = re.compile(r'set\(ORCH_COMMON_LAYERS\s+([^)]*)\)')
 # The core layers that must not know the database.
-NO_POSTGRES = ("base", "url", "config", "supervision")
+NO_POSTGRES = ("base", "url", "archive", "config", "supervision")
 EXECUTABLES = ("orchestrator", "crawl_worker", "snapshot_worker", "tests")
 
 
