@@ -9,7 +9,8 @@ never run by itself. Hooks import it with a path relative to their own file:
     import hooklib  # noqa: E402
 
 What is here is part of the hook contract (plugins/README.md): the result
-record, the http(s)-only URL rule, the time budget, the option lookup. A
+record, the http(s)-only URL rule, the time budget, the option lookup and
+decoding a saved HTML page. A
 change here changes every hook that uses it.
 """
 
@@ -18,10 +19,7 @@ import json
 import os
 import re
 import shutil
-import signal
-import urllib.error
 import urllib.parse
-import urllib.request
 
 # -- configuration ------------------------------------------------------------
 
@@ -114,34 +112,11 @@ def budget(timeout):
     return max(0.5, timeout - margin)
 
 
-class Deadline(Exception):
-    """The plugin's time budget ran out."""
+# -- decoding a saved page -----------------------------------------------------------
 
 
-def _alarm(_signum, _frame):
-    raise Deadline()
-
-
-# -- fetching a page with urllib (title, links) ----------------------------------
-
-
-def fetch(url, seconds, max_bytes, user_agent):
-    """GET url with urllib, the whole exchange bounded by `seconds` (SIGALRM).
-    Returns (final_url, status, content_type, charset, body)."""
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        headers = {"User-Agent": user_agent} if user_agent else {}
-        request = urllib.request.Request(url, headers=headers)
-        with urllib.request.urlopen(request, timeout=seconds) as resp:
-            body = resp.read(max_bytes)
-            return (resp.geturl(), resp.status, resp.headers.get_content_type(),
-                    resp.headers.get_content_charset(), body)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def decode(body, charset):
+def decode(body, charset=None):
+    """Text of an HTML body: the given charset, else a <meta charset>, else UTF-8."""
     if not charset:
         m = re.search(rb'<meta[^>]+charset=["\']?([A-Za-z0-9_.:-]+)', body[:4096], re.I)
         charset = m.group(1).decode("ascii") if m else "utf-8"
@@ -149,21 +124,3 @@ def decode(body, charset):
         return body.decode(charset, "replace")
     except LookupError:
         return body.decode("utf-8", "replace")
-
-
-def fetch_page(url, timeout, max_bytes, user_agent):
-    """Fetch and decode the page within budget(timeout). Returns (final_url,
-    content_type, text); on failure prints the `failed` ArchiveResult and
-    returns None."""
-    try:
-        final_url, status, ctype, charset, body = fetch(url, budget(timeout), max_bytes, user_agent)
-    except Deadline:
-        emit("failed", error=f"timed out after {timeout:g} s")
-        return None
-    except urllib.error.HTTPError as exc:
-        emit("failed", error=f"HTTP {exc.code} {exc.reason}")
-        return None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        emit("failed", error=f"fetch failed: {getattr(exc, 'reason', exc)}")
-        return None
-    return final_url, ctype, decode(body, charset)
