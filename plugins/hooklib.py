@@ -19,6 +19,7 @@ import json
 import os
 import re
 import shutil
+import time
 import urllib.parse
 
 # -- configuration ------------------------------------------------------------
@@ -124,3 +125,30 @@ def decode(body, charset=None):
         return body.decode(charset, "replace")
     except LookupError:
         return body.decode("utf-8", "replace")
+
+
+# -- the crawl's browser while it starts ----------------------------------------------
+
+
+def wait_for_crawl_browser(deadline):
+    """Wait (until `deadline`, time.monotonic()) while the crawl's chrome hook
+    is still starting its browser: $CRAWL_DIR/chrome/ exists (the worker made
+    it for the hook) but holds neither cdp_url.txt nor unavailable.txt, and no
+    browser.json says the browser stopped. The first snapshots of a crawl start
+    right after the background hook, before the browser has published itself;
+    without the wait they would fall back to a one-off chromium (visit) or to
+    wget (html). Returns at once when the crawl has no chrome directory."""
+    crawl_dir = os.environ.get("CRAWL_DIR")
+    if not crawl_dir:
+        return
+    chrome_dir = os.path.join(crawl_dir, "chrome")
+    while time.monotonic() < deadline and os.path.isdir(chrome_dir):
+        if any(os.path.exists(os.path.join(chrome_dir, f)) for f in ("cdp_url.txt", "unavailable.txt")):
+            return
+        try:
+            with open(os.path.join(chrome_dir, "browser.json"), encoding="utf-8") as fh:
+                if "stopped_at" in json.load(fh):
+                    return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)

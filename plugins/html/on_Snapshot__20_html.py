@@ -75,7 +75,10 @@ def main():
     if args is None:
         return 0
     started = time.monotonic()
-    if as_bool(OPTIONS.opt("only_without_browser", True)) and crawl_has_browser():
+    only_without_browser = as_bool(OPTIONS.opt("only_without_browser", True))
+    if only_without_browser:
+        hooklib.wait_for_crawl_browser(started + min(15.0, 0.25 * budget(max(1.0, OPTIONS.num("timeout", 60)))))
+    if only_without_browser and crawl_has_browser():
         reason = "the crawl has a browser: the visit plugin captures the page (HTML_ONLY_WITHOUT_BROWSER=true)"
         emit("skipped", output_str="browser capture instead", error=reason)
         return 0

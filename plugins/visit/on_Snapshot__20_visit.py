@@ -98,6 +98,7 @@ def main():
     warc_max = num("warc_max_bytes", 1_000_000_000)
     max_links = int(num("max_links", 1000))
 
+    hooklib.wait_for_crawl_browser(time.monotonic() + min(15.0, 0.25 * (deadline - time.monotonic())))
     reason = cdp.crawl_chrome_unavailable()
     if reason:
         emit("skipped", output_str=reason, error=reason)
