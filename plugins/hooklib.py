@@ -9,7 +9,8 @@ never run by itself. Hooks import it with a path relative to their own file:
     import hooklib  # noqa: E402
 
 What is here is part of the hook contract (plugins/README.md): the result
-record, the http(s)-only URL rule, the time budget, the option lookup. A
+record, the http(s)-only URL rule, the time budget, the option lookup and
+decoding a saved HTML page. A
 change here changes every hook that uses it.
 """
 
@@ -18,10 +19,8 @@ import json
 import os
 import re
 import shutil
-import signal
-import urllib.error
+import time
 import urllib.parse
-import urllib.request
 
 # -- configuration ------------------------------------------------------------
 
@@ -114,34 +113,11 @@ def budget(timeout):
     return max(0.5, timeout - margin)
 
 
-class Deadline(Exception):
-    """The plugin's time budget ran out."""
+# -- decoding a saved page -----------------------------------------------------------
 
 
-def _alarm(_signum, _frame):
-    raise Deadline()
-
-
-# -- fetching a page with urllib (title, links) ----------------------------------
-
-
-def fetch(url, seconds, max_bytes, user_agent):
-    """GET url with urllib, the whole exchange bounded by `seconds` (SIGALRM).
-    Returns (final_url, status, content_type, charset, body)."""
-    signal.signal(signal.SIGALRM, _alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
-    try:
-        headers = {"User-Agent": user_agent} if user_agent else {}
-        request = urllib.request.Request(url, headers=headers)
-        with urllib.request.urlopen(request, timeout=seconds) as resp:
-            body = resp.read(max_bytes)
-            return (resp.geturl(), resp.status, resp.headers.get_content_type(),
-                    resp.headers.get_content_charset(), body)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-
-
-def decode(body, charset):
+def decode(body, charset=None):
+    """Text of an HTML body: the given charset, else a <meta charset>, else UTF-8."""
     if not charset:
         m = re.search(rb'<meta[^>]+charset=["\']?([A-Za-z0-9_.:-]+)', body[:4096], re.I)
         charset = m.group(1).decode("ascii") if m else "utf-8"
@@ -151,19 +127,28 @@ def decode(body, charset):
         return body.decode("utf-8", "replace")
 
 
-def fetch_page(url, timeout, max_bytes, user_agent):
-    """Fetch and decode the page within budget(timeout). Returns (final_url,
-    content_type, text); on failure prints the `failed` ArchiveResult and
-    returns None."""
-    try:
-        final_url, status, ctype, charset, body = fetch(url, budget(timeout), max_bytes, user_agent)
-    except Deadline:
-        emit("failed", error=f"timed out after {timeout:g} s")
-        return None
-    except urllib.error.HTTPError as exc:
-        emit("failed", error=f"HTTP {exc.code} {exc.reason}")
-        return None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        emit("failed", error=f"fetch failed: {getattr(exc, 'reason', exc)}")
-        return None
-    return final_url, ctype, decode(body, charset)
+# -- the crawl's browser while it starts ----------------------------------------------
+
+
+def wait_for_crawl_browser(deadline):
+    """Wait (until `deadline`, time.monotonic()) while the crawl's chrome hook
+    is still starting its browser: $CRAWL_DIR/chrome/ exists (the worker made
+    it for the hook) but holds neither cdp_url.txt nor unavailable.txt, and no
+    browser.json says the browser stopped. The first snapshots of a crawl start
+    right after the background hook, before the browser has published itself;
+    without the wait they would fall back to a one-off chromium (visit) or to
+    wget (html). Returns at once when the crawl has no chrome directory."""
+    crawl_dir = os.environ.get("CRAWL_DIR")
+    if not crawl_dir:
+        return
+    chrome_dir = os.path.join(crawl_dir, "chrome")
+    while time.monotonic() < deadline and os.path.isdir(chrome_dir):
+        if any(os.path.exists(os.path.join(chrome_dir, f)) for f in ("cdp_url.txt", "unavailable.txt")):
+            return
+        try:
+            with open(os.path.join(chrome_dir, "browser.json"), encoding="utf-8") as fh:
+                if "stopped_at" in json.load(fh):
+                    return
+        except (OSError, ValueError):
+            pass
+        time.sleep(0.1)

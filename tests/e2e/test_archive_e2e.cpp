@@ -126,7 +126,7 @@ struct Run {
 
 } // namespace
 
-TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with every plugin", "[e2e]")
+TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with one browser visit", "[e2e]")
 {
     DemoSite site;
     Run run;
@@ -151,8 +151,14 @@ TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with 
                                       "FROM archive_result WHERE snapshot_id = $1",
                                       id);
         std::set<std::string> plugins;
+        bool visit_warc = false;
         for (const auto& ar : results) {
             INFO(ar[0].as<std::string>() << ": " << ar[4].as<std::string>());
+            if (ar[0].as<std::string>() == "html") {
+                // The crawl has a browser: the non-browser capture stands aside.
+                CHECK(ar[1].as<std::string>() == "skipped");
+                continue;
+            }
             CHECK(ar[1].as<std::string>() == "succeeded");
             CHECK(ar[3].as<long>() > 0);
             auto files = nlohmann::json::parse(ar[2].as<std::string>());
@@ -164,13 +170,19 @@ TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with 
                 INFO(file);
                 REQUIRE(std::filesystem::is_regular_file(file));
                 CHECK(f["size"].get<std::uintmax_t>() == std::filesystem::file_size(file));
+                const auto name = f["path"].get<std::string>();
+                if (name == "warc/" + id + "-00000.warc.gz") {
+                    visit_warc = read_prefix(file, 2) == "\x1f\x8b";
+                }
             }
             plugins.insert(ar[0].as<std::string>());
         }
-        CHECK(plugins == std::set<std::string>{"headers", "html", "title", "links", "screenshot", "pdf"});
-        auto dir = run.data / "snapshots" / id;
-        CHECK(read_prefix(dir / "screenshot" / "screenshot.png", 8) == std::string("\x89PNG\r\n\x1a\n", 8));
-        CHECK(read_prefix(dir / "pdf" / "output.pdf", 5) == "%PDF-");
+        CHECK(plugins == std::set<std::string>{"visit"});
+        CHECK(visit_warc);
+        auto dir = run.data / "snapshots" / id / "visit";
+        CHECK(read_prefix(dir / "screenshot.png", 8) == std::string("\x89PNG\r\n\x1a\n", 8));
+        CHECK(read_prefix(dir / "output.pdf", 5) == "%PDF-");
+        CHECK(read_prefix(dir / "dom.html", 15) == "<!DOCTYPE html>");
     }
     // The crawl-wide browser ran and is gone, crashpad handler included: checked from the OS.
     auto chrome = tx.exec_params("SELECT status, end_reason FROM process WHERE crawl_id = $1 AND plugin = 'chrome'",
@@ -180,13 +192,13 @@ TEST_CASE("e2e: a depth-1 crawl of a 5-page local site archives every page with 
     CHECK(processes_mentioning(run.data.path().string()) == 0);
 }
 
-TEST_CASE("e2e: without Chromium the browser plugins report skipped and the others still succeed", "[e2e]")
+TEST_CASE("e2e: without Chromium the visit reports skipped and wget captures the page", "[e2e]")
 {
     DemoSite site;
     Run run;
     auto crawl = run.add({site.url("about.html")}, 0);
-    auto r = run.orchestrate({{"CHROME_BINARY", "/nonexistent/chromium"}, {"SCREENSHOT_CHROME_BINARY",
-                              "/nonexistent/chromium"}, {"PDF_CHROME_BINARY", "/nonexistent/chromium"}});
+    auto r = run.orchestrate({{"CHROME_BINARY", "/nonexistent/chromium"}, {"VISIT_CHROME_BINARY",
+                              "/nonexistent/chromium"}});
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
     auto conn = run.db.connect();
@@ -195,11 +207,11 @@ TEST_CASE("e2e: without Chromium the browser plugins report skipped and the othe
                                   "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id "
                                   "WHERE s.crawl_id = $1",
                                   crawl);
-    REQUIRE(results.size() == 6);
+    REQUIRE(results.size() == 2); // visit, html
     for (const auto& ar : results) {
         auto plugin = ar[0].as<std::string>();
         INFO(plugin << ": " << ar[2].as<std::string>());
-        if (plugin == "screenshot" || plugin == "pdf") {
+        if (plugin == "visit") {
             CHECK(ar[1].as<std::string>() == "skipped");
             CHECK_FALSE(ar[2].as<std::string>().empty());
         } else {
@@ -218,15 +230,16 @@ TEST_CASE("e2e: a page that never finishes loading times out within the plugin t
     auto url = "http://127.0.0.1:" + std::to_string(stall.port) + "/slow.html";
     auto crawl = run.add({url}, 0);
     std::map<std::string, std::string> env;
-    for (const char* p : {"HEADERS", "HTML", "TITLE", "LINKS", "SCREENSHOT", "PDF"}) {
+    for (const char* p : {"HTML", "VISIT"}) {
         env[std::string(p) + "_TIMEOUT"] = "5";
     }
+    env["HTML_ONLY_WITHOUT_BROWSER"] = "false"; // both captures face the stalled page
     auto started = std::chrono::steady_clock::now();
     auto r = run.orchestrate(env);
     auto elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
     INFO(r.err);
     REQUIRE(r.exit_code == 0);
-    // Six hooks of 5 s each run one after another, plus the browser's start: well under a minute.
+    // Two hooks of 5 s each run one after another, plus the browser's start: well under a minute.
     CHECK(elapsed < 90);
     auto conn = run.db.connect();
     pqxx::read_transaction tx(*conn);
@@ -236,7 +249,7 @@ TEST_CASE("e2e: a page that never finishes loading times out within the plugin t
                                   "FROM archive_result ar JOIN snapshot s ON s.id = ar.snapshot_id "
                                   "WHERE s.crawl_id = $1",
                                   crawl);
-    REQUIRE(results.size() == 6);
+    REQUIRE(results.size() == 2);
     for (const auto& ar : results) {
         INFO(ar[0].as<std::string>() << ": " << ar[2].as<std::string>());
         CHECK(ar[1].as<std::string>() == "failed");

@@ -6,7 +6,8 @@
 #   ORCH_SOURCE_DIR=/path/to/repo bash tests/plugins/test_plugins.sh
 #
 # Prints one line per check and ends with "N passed, M failed"; exits non-zero
-# on any failure. Needs python3, curl, wget and chromium.
+# on any failure. Needs python3, wget and chromium. The visit plugin's WARC is
+# checked in depth by test_visit.py (CTest plugins_visit).
 set -euo pipefail
 
 SRC=${ORCH_SOURCE_DIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}
@@ -269,16 +270,10 @@ if [ "$WS_RC" -ne 0 ] && [ "$WS_FAILED" -eq 0 ]; then
 fi
 
 # ---------------------------------------------------------------------------
-# headers, html, title, links on the demo index.
+# html (wget) on the demo index; the crawl has no browser yet, so it runs.
 S1=$(new_id)
 SNAP1=$DATA/snapshots/$S1
-
-run_snapshot_hook headers headers on_Snapshot__10_headers.py "$S1" "$BASE/"
-check "headers: succeeded, exit 0" rc_in "$OUT/headers.rc" 0
-check "headers: ArchiveResult output_json.status == 200" \
-    out_ok "$OUT/headers.out" 'ar["status"] == "succeeded" and ar["output_json"]["status"] == 200 and "Content-Length" in {k.title() for k in ar["output_json"]["headers"]}'
-check "headers: headers.json has status 200" \
-    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if d["status"] == 200 and d["headers"] else 1)' "$SNAP1/headers/headers.json"
+EXPECTED_LINKS="{\"$BASE/about.html\", \"$BASE/news.html\", \"$BASE/gallery.html\", \"$BASE/contact.html\"}"
 
 run_snapshot_hook html html on_Snapshot__20_html.py "$S1" "$BASE/"
 check "html: succeeded with output_str index.html" out_ok "$OUT/html.out" 'ar["status"] == "succeeded" and ar["output_str"] == "index.html"'
@@ -286,68 +281,68 @@ check "html: index.html saved" test -s "$SNAP1/html/index.html"
 check "html: requisites style.css and logo.png saved" test -s "$SNAP1/html/style.css" -a -s "$SNAP1/html/logo.png"
 check "html: logo.png is a PNG" file_magic "$SNAP1/html/logo.png" 'b"\x89PNG"'
 check "html: requisites referenced by relative paths" grep -q 'href="style.css"' "$SNAP1/html/index.html"
+check "html: WARC warc/<snapshot-id>-wget.warc.gz written" test -s "$SNAP1/html/warc/$S1-wget.warc.gz"
+check "html: title record and the 4 page links from the saved page" \
+    out_ok "$OUT/html.out" "{'type': 'Snapshot', 'title': 'Demo Archive Site'} in snaps and {s['url'] for s in snaps if 'url' in s} == $EXPECTED_LINKS"
 
-run_snapshot_hook title title on_Snapshot__30_title.py "$S1" "$BASE/"
-check "title: title record without url and ArchiveResult match the page" \
-    out_ok "$OUT/title.out" 'ar["status"] == "succeeded" and ar["output_str"] == "Demo Archive Site" and [s for s in snaps if "url" not in s] == [{"type": "Snapshot", "title": "Demo Archive Site"}]'
-S2=$(new_id)
-run_snapshot_hook title2 title on_Snapshot__30_title.py "$S2" "$BASE/about.html"
-check "title: about.html title" out_ok "$OUT/title2.out" 'ar["output_str"] == "About the Demo Site"'
-
-run_snapshot_hook links links on_Snapshot__40_links.py "$S1" "$BASE/"
-EXPECTED_LINKS="{\"$BASE/about.html\", \"$BASE/news.html\", \"$BASE/gallery.html\", \"$BASE/contact.html\"}"
-check "links: Snapshot records are exactly the 4 pages" \
-    out_ok "$OUT/links.out" "ar['status'] == 'succeeded' and len(snaps) == 4 and {s['url'] for s in snaps} == $EXPECTED_LINKS"
-check "links: links.json lists the 4 pages" \
-    "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if set(d['links']) == $EXPECTED_LINKS else 1)" "$SNAP1/links/links.json"
-
-# Edge cases: link resolution (base href, fragments, schemes, dedupe), a page
-# without <title>, a 404.
 STALL_BASE=http://127.0.0.1:$STALL_PORT
-run_snapshot_hook links_tricky links on_Snapshot__40_links.py "$S2" "$STALL_BASE/links"
-check "links: base href, fragments, non-http schemes, duplicates and bad URLs handled (#frag resolves against base href)" \
-    out_ok "$OUT/links_tricky.out" "[s['url'] for s in snaps] == ['$STALL_BASE/base/dir/a.html', '$STALL_BASE/base/up.html', '$STALL_BASE/abs.html', 'https://example.org/x?q=1', '$STALL_BASE/base/dir/', '$STALL_BASE/base/dir/map.html']"
-run_snapshot_hook title_tricky title on_Snapshot__30_title.py "$S2" "$STALL_BASE/links"
-check "title: entities decoded, whitespace collapsed" out_ok "$OUT/title_tricky.out" 'ar["output_str"] == "Links & entities"'
 S6=$(new_id)
-run_snapshot_hook title_none title on_Snapshot__30_title.py "$S6" "$STALL_BASE/notitle"
-check "title: page without <title> -> noresults, no title record" out_ok "$OUT/title_none.out" 'ar["status"] == "noresults" and not snaps'
-run_snapshot_hook headers_404 headers on_Snapshot__10_headers.py "$S6" "$BASE/missing.html"
-check "headers: a 404 is recorded (succeeded, status 404)" out_ok "$OUT/headers_404.out" 'ar["status"] == "succeeded" and ar["output_json"]["status"] == 404'
 run_snapshot_hook html_404 html on_Snapshot__20_html.py "$S6" "$BASE/missing.html"
 check "html: a 404 page -> failed" out_ok "$OUT/html_404.out" 'ar["status"] == "failed" and "404" in ar["error"]'
 
 # ---------------------------------------------------------------------------
-# The crawl's chromium, and screenshot / pdf through it.
+# The crawl's chromium, and the visit through it.
 start_chrome_hook chrome "$CRAWL_DIR"
 PROFILE=$CRAWL_DIR/chrome/profile
 check "chrome: cdp_url.txt published within 30 s" wait_until 30 test -s "$CRAWL_DIR/chrome/cdp_url.txt"
 check "chrome: cdp_url.txt holds a DevTools ws URL" grep -qE '^ws://127\.0\.0\.1:[0-9]+/devtools/browser/' "$CRAWL_DIR/chrome/cdp_url.txt"
 check "chrome: hook still running (foreground, not daemonized)" kill -0 "$CHROME_PID"
 
-run_snapshot_hook shot screenshot on_Snapshot__50_screenshot.py "$S1" "$BASE/"
-check "screenshot: succeeded through the crawl browser" out_ok "$OUT/shot.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "crawl browser"'
-check "screenshot: screenshot.png is a valid PNG" file_magic "$SNAP1/screenshot/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
+run_snapshot_hook visit visit on_Snapshot__20_visit.py "$S1" "$BASE/"
+check "visit: succeeded through the crawl browser, exit 0" \
+    out_ok "$OUT/visit.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "crawl browser" and ar["output_json"]["status"] == 200'
+check "visit: title record without url matches the page" \
+    out_ok "$OUT/visit.out" '[s for s in snaps if "url" not in s] == [{"type": "Snapshot", "title": "Demo Archive Site"}]'
+check "visit: Snapshot records are exactly the 4 pages" \
+    out_ok "$OUT/visit.out" "{s['url'] for s in snaps if 'url' in s} == $EXPECTED_LINKS"
+check "visit: links.json lists the 4 pages" \
+    "$PY" -c "import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if set(d['links']) == $EXPECTED_LINKS else 1)" "$SNAP1/visit/links.json"
+check "visit: headers.json has status 200 and headers" \
+    "$PY" -c 'import json, sys; d = json.load(open(sys.argv[1])); sys.exit(0 if d["status"] == 200 and d["headers"] else 1)' "$SNAP1/visit/headers.json"
+check "visit: screenshot.png is a valid PNG" file_magic "$SNAP1/visit/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
+check "visit: output.pdf is a valid PDF" file_magic "$SNAP1/visit/output.pdf" 'b"%PDF-"'
+check "visit: dom.html starts with the doctype" file_magic "$SNAP1/visit/dom.html" 'b"<!DOCTYPE html>"'
+check "visit: WARC warc/<snapshot-id>-00000.warc.gz written" test -s "$SNAP1/visit/warc/$S1-00000.warc.gz"
+run_snapshot_hook html_with_browser html on_Snapshot__20_html.py "$S1" "$BASE/about.html"
+check "html: skipped while the crawl has a browser (HTML_ONLY_WITHOUT_BROWSER)" \
+    out_ok "$OUT/html_with_browser.out" 'ar["status"] == "skipped" and "browser" in ar["error"]'
+S2=$(new_id)
+run_snapshot_hook visit2 visit on_Snapshot__20_visit.py "$S2" "$BASE/about.html"
+check "visit: about.html title" out_ok "$OUT/visit2.out" '[s["title"] for s in snaps if "url" not in s] == ["About the Demo Site"]'
 
-run_snapshot_hook pdf pdf on_Snapshot__60_pdf.py "$S1" "$BASE/"
-check "pdf: succeeded through the crawl browser" out_ok "$OUT/pdf.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "crawl browser"'
-check "pdf: output.pdf is a valid PDF" file_magic "$SNAP1/pdf/output.pdf" 'b"%PDF-"'
+# Edge cases: link resolution by the browser (base href, fragments, schemes,
+# dedupe), a page without <title>, a 404.
+run_snapshot_hook visit_tricky visit on_Snapshot__20_visit.py "$S2" "$STALL_BASE/links"
+check "visit: base href, fragments, non-http schemes, duplicates and bad URLs handled" \
+    out_ok "$OUT/visit_tricky.out" "[s['url'] for s in snaps if 'url' in s] == ['$STALL_BASE/base/dir/a.html', '$STALL_BASE/base/up.html', '$STALL_BASE/abs.html', 'https://example.org/x?q=1', '$STALL_BASE/base/dir/']"
+check "visit: title entities decoded, whitespace collapsed" \
+    out_ok "$OUT/visit_tricky.out" '[s["title"] for s in snaps if "url" not in s] == ["Links & entities"]'
+run_snapshot_hook visit_none visit on_Snapshot__20_visit.py "$S6" "$STALL_BASE/notitle"
+check "visit: page without <title> -> no title record, title noresults" \
+    out_ok "$OUT/visit_none.out" 'ar["status"] == "succeeded" and not [s for s in snaps if "url" not in s] and ar["output_json"]["outputs"]["title"]["status"] == "noresults"'
+S8=$(new_id)
+run_snapshot_hook visit_404 visit on_Snapshot__20_visit.py "$S8" "$BASE/missing.html"
+check "visit: a 404 is recorded (succeeded, status 404)" out_ok "$OUT/visit_404.out" 'ar["status"] == "succeeded" and ar["output_json"]["status"] == 404'
 
 # Stalled pages: every hook must give up within its timeout and report failed.
-# Run them in parallel (each measures its own time); screenshot uses the crawl browser.
+# Run them in parallel (each measures its own time); visit uses the crawl browser.
 S3=$(new_id)
-run_snapshot_hook stall_headers headers on_Snapshot__10_headers.py "$S3" "$STALL" HEADERS_TIMEOUT=4 &
+run_snapshot_hook stall_html html on_Snapshot__20_html.py "$S3" "$STALL" HTML_TIMEOUT=4 HTML_ONLY_WITHOUT_BROWSER=false &
 P1=$!
-run_snapshot_hook stall_html html on_Snapshot__20_html.py "$S3" "$STALL" HTML_TIMEOUT=4 &
+run_snapshot_hook stall_visit visit on_Snapshot__20_visit.py "$S3" "$STALL" VISIT_TIMEOUT=5 &
 P2=$!
-run_snapshot_hook stall_title title on_Snapshot__30_title.py "$S3" "$STALL" TITLE_TIMEOUT=4 &
-P3=$!
-run_snapshot_hook stall_links links on_Snapshot__40_links.py "$S3" "$STALL" LINKS_TIMEOUT=4 &
-P4=$!
-run_snapshot_hook stall_shot screenshot on_Snapshot__50_screenshot.py "$S3" "$STALL" SCREENSHOT_TIMEOUT=5 &
-P5=$!
-wait "$P1" "$P2" "$P3" "$P4" "$P5" || true
-for h in headers:4 html:4 title:4 links:4 shot:5; do
+wait "$P1" "$P2" || true
+for h in html:4 visit:5; do
     tag=stall_${h%%:*}
     limit=${h##*:}
     check "$tag: failed with a timeout" out_ok "$OUT/$tag.out" 'ar["status"] == "failed" and "timed out" in ar["error"]'
@@ -374,15 +369,14 @@ check "chrome: cdp_url.txt removed" test ! -e "$CRAWL_DIR/chrome/cdp_url.txt"
 
 # One-off chromium when the crawl browser is not there.
 S4=$(new_id)
-run_snapshot_hook oneoff_shot screenshot on_Snapshot__50_screenshot.py "$S4" "$BASE/news.html"
-check "screenshot: one-off chromium fallback succeeded" out_ok "$OUT/oneoff_shot.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "one-off chromium"'
-check "screenshot: one-off screenshot.png is a valid PNG" file_magic "$DATA/snapshots/$S4/screenshot/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
-run_snapshot_hook oneoff_pdf pdf on_Snapshot__60_pdf.py "$S4" "$BASE/news.html"
-check "pdf: one-off chromium fallback produced a valid PDF" file_magic "$DATA/snapshots/$S4/pdf/output.pdf" 'b"%PDF-"'
-run_snapshot_hook oneoff_stall_pdf pdf on_Snapshot__60_pdf.py "$S4" "$STALL" PDF_TIMEOUT=5
-check "pdf: one-off chromium on the stalled page fails with a timeout" \
-    out_ok "$OUT/oneoff_stall_pdf.out" 'ar["status"] == "failed" and "timed out" in ar["error"] and ar["output_json"]["via"] == "one-off chromium"'
-check "pdf: one-off chromium on the stalled page finished within its 5 s timeout (+${SLACK} s start-up slack)" elapsed_below "$OUT/oneoff_stall_pdf.elapsed" 5
+run_snapshot_hook oneoff_visit visit on_Snapshot__20_visit.py "$S4" "$BASE/news.html"
+check "visit: one-off chromium fallback succeeded" out_ok "$OUT/oneoff_visit.out" 'ar["status"] == "succeeded" and ar["output_json"]["via"] == "one-off chromium"'
+check "visit: one-off screenshot.png is a valid PNG" file_magic "$DATA/snapshots/$S4/visit/screenshot.png" 'b"\x89PNG\r\n\x1a\n"'
+check "visit: one-off output.pdf is a valid PDF" file_magic "$DATA/snapshots/$S4/visit/output.pdf" 'b"%PDF-"'
+run_snapshot_hook oneoff_stall visit on_Snapshot__20_visit.py "$S4" "$STALL" VISIT_TIMEOUT=5
+check "visit: one-off chromium on the stalled page fails with a timeout" \
+    out_ok "$OUT/oneoff_stall.out" 'ar["status"] == "failed" and "timed out" in ar["error"] and ar["output_json"]["via"] == "one-off chromium"'
+check "visit: one-off chromium on the stalled page finished within its 5 s timeout (+${SLACK} s start-up slack)" elapsed_below "$OUT/oneoff_stall.elapsed" 5
 check "one-off: no chromium left behind" wait_until 5 no_procs_naming "$WORK/tmp"
 
 # ---------------------------------------------------------------------------
@@ -398,26 +392,24 @@ check "chrome: CHROME_BINARY=/nonexistent -> skipped with reason" \
 S5=$(new_id)
 SAVED_CRAWL_DIR=$CRAWL_DIR
 CRAWL_DIR=$CRAWL2 # the crawl whose chrome hook found no chromium
-run_snapshot_hook skip_shot_crawl screenshot on_Snapshot__50_screenshot.py "$S5" "$BASE/"
+run_snapshot_hook skip_visit_crawl visit on_Snapshot__20_visit.py "$S5" "$BASE/"
+run_snapshot_hook html_no_browser html on_Snapshot__20_html.py "$S5" "$BASE/about.html"
 CRAWL_DIR=$SAVED_CRAWL_DIR
-check "screenshot: skipped when the crawl's chrome found no chromium" \
-    out_ok "$OUT/skip_shot_crawl.out" 'ar["status"] == "skipped" and ar["error"]'
-check "screenshot: exit 0/10 when skipped" rc_in "$OUT/skip_shot_crawl.rc" 0 10
+check "visit: skipped when the crawl's chrome found no chromium" \
+    out_ok "$OUT/skip_visit_crawl.out" 'ar["status"] == "skipped" and ar["error"]'
+check "visit: exit 0/10 when skipped" rc_in "$OUT/skip_visit_crawl.rc" 0 10
+check "html: runs when the crawl's chrome found no chromium" out_ok "$OUT/html_no_browser.out" 'ar["status"] == "succeeded"'
 
-run_snapshot_hook skip_shot screenshot on_Snapshot__50_screenshot.py "$S5" "$BASE/" CHROME_BINARY=/nonexistent
-check "screenshot: CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_shot.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
-run_snapshot_hook skip_pdf pdf on_Snapshot__60_pdf.py "$S5" "$BASE/" PDF_CHROME_BINARY=/nonexistent
-check "pdf: PDF_CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_pdf.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
-check "pdf: exit 0/10 when skipped" rc_in "$OUT/skip_pdf.rc" 0 10
-run_snapshot_hook skip_headers headers on_Snapshot__10_headers.py "$S5" "$BASE/" HEADERS_CURL_BINARY=/nonexistent
-check "headers: missing curl -> skipped" out_ok "$OUT/skip_headers.out" 'ar["status"] == "skipped" and "curl" in ar["error"]'
+run_snapshot_hook skip_visit visit on_Snapshot__20_visit.py "$S5" "$BASE/" CHROME_BINARY=/nonexistent
+check "visit: CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_visit.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
+run_snapshot_hook skip_visit2 visit on_Snapshot__20_visit.py "$S5" "$BASE/" VISIT_CHROME_BINARY=/nonexistent
+check "visit: VISIT_CHROME_BINARY=/nonexistent -> skipped" out_ok "$OUT/skip_visit2.out" 'ar["status"] == "skipped" and "/nonexistent" in ar["error"]'
 run_snapshot_hook skip_html html on_Snapshot__20_html.py "$S5" "$BASE/" HTML_WGET_BINARY=/nonexistent
 check "html: missing wget -> skipped" out_ok "$OUT/skip_html.out" 'ar["status"] == "skipped" and "wget" in ar["error"]'
 
 # Non-http(s) URLs are refused (no file:// reads, no option-looking URLs).
 S7=$(new_id)
-for spec in headers:on_Snapshot__10_headers.py html:on_Snapshot__20_html.py title:on_Snapshot__30_title.py \
-    links:on_Snapshot__40_links.py screenshot:on_Snapshot__50_screenshot.py pdf:on_Snapshot__60_pdf.py; do
+for spec in html:on_Snapshot__20_html.py visit:on_Snapshot__20_visit.py; do
     plugin=${spec%%:*}
     run_snapshot_hook "file_$plugin" "$plugin" "${spec#*:}" "$S7" "file:///etc/passwd"
     run_snapshot_hook "dash_$plugin" "$plugin" "${spec#*:}" "$S7" "--disable-web-security"
