@@ -178,8 +178,55 @@ def gzip_members(fh):
         consumed += used
 
 
-def check_warc(zf, name, report):
+def dechunk(body):
+    """The body of a chunked HTTP message without its framing, or None when malformed."""
+    out, pos = [], 0
+    while True:
+        line_end = body.find(b"\r\n", pos)
+        if line_end < 0:
+            return None
+        try:
+            size = int(body[pos:line_end].split(b";")[0].strip() or b"x", 16)
+        except ValueError:
+            return None
+        if size == 0:
+            return b"".join(out)
+        start = line_end + 2
+        out.append(body[start:start + size])
+        pos = start + size + 2
+
+
+def check_payload(name, offset, headers, block, report, summary):
+    """A response's WARC-Payload-Digest against its HTTP entity body (transfer
+    coding removed, content coding kept, as the WARC standard defines it); the
+    response is listed in the summary."""
+    head, sep, payload = block.partition(b"\r\n\r\n")
+    lines = head.decode("iso-8859-1").split("\r\n")
+    status = lines[0].split(" ")[1] if sep and len(lines[0].split(" ")) > 1 else ""
+    http = {}
+    for line in lines[1:]:
+        key, _, value = line.partition(":")
+        http[key.strip().lower()] = value.strip()
+    if "chunked" in http.get("transfer-encoding", "").lower():
+        payload = dechunk(payload)
+    uri = headers.get("warc-target-uri", "").strip("<>")
+    summary["responses"].append({"uri": uri, "status": status, "bytes": len(payload or b""),
+                                 "truncated": headers.get("warc-truncated", "")})
+    label = headers.get("warc-payload-digest")
+    if not label or not sep:
+        return
+    ok = None if payload is None else digest_matches(label, payload)
+    if ok is None:
+        report.error("warc-payload", f"{name} @ {offset}: cannot recompute WARC-Payload-Digest {label!r} of {uri}")
+    elif not ok:
+        report.error("warc-payload", f"{name} @ {offset}: WARC-Payload-Digest {label} does not match the body of {uri}")
+    else:
+        summary["payload_digests_verified"] += 1
+
+
+def check_warc(zf, name, report, summary=None):
     """Walk archive/<name>; return the offsets of its records."""
+    summary = summary if summary is not None else {"responses": [], "payload_digests_verified": 0}
     offsets = []
     try:
         with zf.open(name) as fh:
@@ -208,6 +255,8 @@ def check_warc(zf, name, report):
                             "warc-digest",
                             f"{name} @ {offset}: {field} {label!r} is not sha256:<64 lowercase hex>",
                         )
+                if headers.get("warc-type") == "response":
+                    check_payload(name, offset, headers, block, report, summary)
                 label = headers.get("warc-block-digest")
                 if label:
                     ok = digest_matches(label, block)
@@ -484,7 +533,8 @@ def check_datapackage(zf, names, report):
 def check(path, warcio):
     """Check the WACZ at `path`; return (Report, summary dict)."""
     report = Report()
-    summary = {"wacz": path, "warcs": [], "cdxj_entries": 0, "pages": 0}
+    summary = {"wacz": path, "warcs": [], "cdxj_entries": 0, "pages": 0, "responses": [],
+               "payload_digests_verified": 0}
     try:
         zf = zipfile.ZipFile(path)
     except (OSError, zipfile.BadZipFile) as exc:
@@ -508,7 +558,7 @@ def check(path, warcio):
         check_datapackage(zf, names, report)
         with tempfile.TemporaryDirectory(prefix="check-wacz-") as tmp:
             for name in warc_names:
-                offsets = check_warc(zf, name, report)
+                offsets = check_warc(zf, name, report, summary)
                 check_with_warcio(warcio, zf, name, offsets, report, tmp)
                 summary["warcs"].append({"name": name, "records": len(offsets), "bytes": zf.getinfo(name).file_size})
         summary["cdxj_entries"], urls = check_cdxj(zf, set(warc_names), report)
@@ -544,7 +594,8 @@ def main(argv=None):
             records = sum(w["records"] for w in summary["warcs"])
             print(
                 f"check_wacz: {args.wacz}: ok ({len(summary['warcs'])} WARCs, {records} records,"
-                f" {summary['cdxj_entries']} index entries, {summary['pages']} pages)"
+                f" {summary['cdxj_entries']} index entries, {summary['pages']} pages,"
+                f" {summary['payload_digests_verified']} payload digests verified)"
             )
     return 1 if report.errors else 0
 

@@ -41,6 +41,7 @@ class Exchange:
     body: bytes
     wrong_block_digest: bool = False  # the response's WARC-Block-Digest of other bytes
     revisit_of: str = ""  # an earlier exchange's url with this same body: a revisit record
+    wrong_payload_digest: bool = False  # the response's WARC-Payload-Digest of other bytes
 
 
 @dataclass
@@ -164,7 +165,7 @@ def build_parts(exchanges, pages, date=DEFAULT_DATE, warc_name=WARC_NAME):
             response_block,
             date,
             extra=extra,
-            payload=ex.body,
+            payload=ex.body + b" " if ex.wrong_payload_digest else ex.body,
             digest_of=response_block + b" " if ex.wrong_block_digest else None,
         )
         response_id = response.split(b"WARC-Record-ID: ", 1)[1].split(b"\r\n", 1)[0].decode()

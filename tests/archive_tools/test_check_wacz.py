@@ -78,6 +78,14 @@ def wrong_block_digest(parts):
     parts.warcs, parts.cdxj, parts.pages = fresh.warcs, fresh.cdxj, fresh.pages
 
 
+def wrong_payload_digest(parts):
+    """Rebuild with the page's response naming the digest of another body."""
+    fresh = hb.build_parts(
+        [hb.Exchange(PAGE, "text/html", b"<html>payload</html>", wrong_payload_digest=True)], pages=[(PAGE, "Hand")]
+    )
+    parts.warcs, parts.cdxj, parts.pages = fresh.warcs, fresh.cdxj, fresh.pages
+
+
 def shift_first_offset(parts):
     parts.cdxj[0].fields["offset"] = str(int(parts.cdxj[0].fields["offset"]) + 1)
 
@@ -125,6 +133,7 @@ CASES = {
     "page ts not ISO 8601": (bad_page_ts, {}, {"pages-entry"}, set()),
     "index url differs from the record": (wrong_target, {}, {"cdxj-target"}, {"cdxj-order", "page-unindexed"}),
     "block digest of other bytes": (wrong_block_digest, {}, {"warc-digest"}, set()),
+    "payload digest of another body": (wrong_payload_digest, {}, {"warc-payload"}, set()),
     "wget WARC/1.0 with sha1 base32 digests": ("wget", {}, set(), set()),
 }
 
