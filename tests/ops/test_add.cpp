@@ -206,7 +206,7 @@ TEST_CASE("orchestrator add refuses a crawl config its workers would refuse - co
         {R"({"url_deny": ["ok", "[z-a]"]})", "url_deny"},
         {R"({"plugins": {"grab": {"timeout": "soon"}}})", "plugins.grab.timeout"},
         {R"({"GRAB_TIMEOUT": "soon"})", "GRAB_TIMEOUT"},
-        {R"({"plugins": {"title": {"enabled": "maybe"}}})", "plugins.title.enabled"},
+        {R"({"plugins": {"visit": {"enabled": "maybe"}}})", "plugins.visit.enabled"},
     };
     for (const auto& [config, message] : cases) {
         auto r = add(db, {"http://a.test/", "--config", config, "--plugins-dir", plugins});
