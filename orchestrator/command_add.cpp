@@ -26,6 +26,7 @@ void command_add(const CommonOptions& options, const AddOptions& add)
         crawl.urls.insert(crawl.urls.end(), more.begin(), more.end());
     }
     crawl.max_depth = add.depth;
+    crawl.scope = add.scope;
     crawl.max_urls = add.max_urls;
     crawl.max_per_host = add.max_per_host;
     crawl.host_delay_s = add.host_delay_s;
@@ -56,7 +57,7 @@ void command_add(const CommonOptions& options, const AddOptions& add)
         auto enqueued = enqueue_crawl(tx, crawl, id);
         if (enqueued.created) {
             Event e{"crawl.added", fmt::format("crawl added ({} URL{})", url_count, url_count == 1 ? "" : "s"), id};
-            e.detail = {{"urls", url_count}, {"max_depth", crawl.max_depth}};
+            e.detail = {{"urls", url_count}, {"max_depth", crawl.max_depth}, {"scope", crawl.scope}};
             if (crawl.label) {
                 e.detail["label"] = *crawl.label;
             }

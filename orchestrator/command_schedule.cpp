@@ -22,6 +22,7 @@ void command_schedule(const CommonOptions& options, const ScheduleOptions& sched
     if (schedule.action == "add") {
         crawl.urls = schedule.add.urls;
         crawl.max_depth = schedule.add.depth;
+        crawl.scope = schedule.add.scope;
         crawl.max_urls = schedule.add.max_urls;
         crawl.max_per_host = schedule.add.max_per_host;
         crawl.host_delay_s = schedule.add.host_delay_s;

@@ -14,6 +14,7 @@ struct AddOptions {
     std::vector<std::string> urls;
     std::string urls_file;       // "-" = stdin
     int depth = 0;
+    std::string scope = "host";  // --scope: page | prefix | host | domain | any
     std::optional<int> max_urls;
     std::optional<int> max_per_host;
     std::optional<double> host_delay_s;

@@ -3,6 +3,7 @@
 
 #include "common/base/printable.hpp"
 #include "common/base/errors.hpp"
+#include "common/url/crawl_scope.hpp"
 #include "common/url/url.hpp"
 
 #include <fmt/format.h>
@@ -80,6 +81,9 @@ Enqueued enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl, const std::string&
     if (crawl.max_depth < 0 || crawl.max_depth > 100) {
         throw InvalidInput(fmt::format("depth {} out of range 0..100", crawl.max_depth));
     }
+    if (!parse_scope_mode(crawl.scope)) {
+        throw InvalidInput(fmt::format("unknown scope '{}' (one of {})", printable(crawl.scope, 40), scope_mode_names()));
+    }
     if (!crawl.config.is_object()) {
         throw InvalidInput("crawl config must be a JSON object");
     }
@@ -91,19 +95,19 @@ Enqueued enqueue_crawl(pqxx::work& tx, const NewCrawl& crawl, const std::string&
         "WITH given AS (SELECT $10::uuid AS id, ARRAY(SELECT jsonb_array_elements_text($1::jsonb)) AS urls, "
         "  $2::integer AS max_depth, $3::integer AS max_urls, $4::integer AS timeout_s, $5::text AS label, "
         "  ARRAY(SELECT jsonb_array_elements_text($6::jsonb)) AS tags, $7::jsonb AS config, "
-        "  $8::integer AS max_per_host, $9::double precision AS host_delay_s), "
+        "  $8::integer AS max_per_host, $9::double precision AS host_delay_s, $11::text AS scope), "
         "inserted AS (INSERT INTO crawl (id, urls, max_depth, max_urls, timeout_s, label, tags, config, "
-        "  max_per_host, host_delay_s) "
-        "  SELECT id, urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host, host_delay_s "
+        "  max_per_host, host_delay_s, scope) "
+        "  SELECT id, urls, max_depth, max_urls, timeout_s, label, tags, config, max_per_host, host_delay_s, scope "
         "  FROM given ON CONFLICT (id) DO NOTHING RETURNING id) "
         "SELECT EXISTS (SELECT 1 FROM inserted), "
         "  EXISTS (SELECT 1 FROM crawl c, given g WHERE c.id = g.id AND c.urls = g.urls "
         "    AND c.max_depth = g.max_depth AND c.max_urls IS NOT DISTINCT FROM g.max_urls "
         "    AND c.timeout_s IS NOT DISTINCT FROM g.timeout_s AND c.label IS NOT DISTINCT FROM g.label "
         "    AND c.tags = g.tags AND c.config = g.config AND c.max_per_host IS NOT DISTINCT FROM g.max_per_host "
-        "    AND c.host_delay_s IS NOT DISTINCT FROM g.host_delay_s)",
+        "    AND c.host_delay_s IS NOT DISTINCT FROM g.host_delay_s AND c.scope = g.scope)",
         nlohmann::json(urls).dump(), crawl.max_depth, crawl.max_urls, crawl.timeout_s, crawl.label,
-        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host, crawl.host_delay_s, id);
+        nlohmann::json(crawl.tags).dump(), crawl.config.dump(), crawl.max_per_host, crawl.host_delay_s, id, crawl.scope);
     if (r[0].as<bool>()) {
         return {id, true};
     }

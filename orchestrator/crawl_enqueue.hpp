@@ -13,6 +13,7 @@ namespace orch {
 struct NewCrawl {
     std::vector<std::string> urls; // raw, as given; validated by enqueue_crawl
     int max_depth = 0;
+    std::string scope = "host"; // crawl_scope.hpp's names; checked by enqueue_crawl
     std::optional<int> max_urls;
     std::optional<int> max_per_host; // snapshots of one host at once (migrations/0016)
     std::optional<double> host_delay_s; // seconds between two starts on one host

@@ -18,6 +18,11 @@ void add_crawl_options(CLI::App& cmd, orch::AddOptions& add)
 {
     cmd.add_option("urls", add.urls, "http(s) URLs");
     cmd.add_option("--depth", add.depth, "follow discovered links this deep (0..100)")->check(CLI::Range(0, 100));
+    cmd.add_option("--scope", add.scope,
+                   "which discovered links to follow: page (the seeds only), prefix (under a seed's directory), "
+                   "host (the seeds' hosts and their www. twins; the default), domain (their registrable domains), "
+                   "any")
+        ->check(CLI::IsMember({"page", "prefix", "host", "domain", "any"}));
     cmd.add_option("--max-urls", add.max_urls, "stop discovering after this many snapshots")->check(CLI::PositiveNumber);
     cmd.add_option("--max-per-host", add.max_per_host,
                    "run at most this many snapshots of one host at once (default: no limit)")

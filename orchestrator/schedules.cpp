@@ -33,6 +33,7 @@ void add_schedule(pqxx::connection& conn, const std::string& schedule, const New
     auto cron = parse_or_throw(schedule);
     nlohmann::json tmpl = {{"urls", validated_urls(crawl.urls)},
                            {"max_depth", crawl.max_depth},
+                           {"scope", crawl.scope},
                            {"config", crawl.config},
                            {"tags", crawl.tags}};
     if (crawl.max_urls) {
@@ -167,12 +168,14 @@ int enqueue_due_schedules(pqxx::connection& conn)
             auto tmpl = nlohmann::json::parse(row[2].as<std::string>());
             auto r = tx.exec_params(
                 "INSERT INTO crawl (urls, max_depth, max_urls, timeout_s, label, tags, config, schedule_id, "
-                " schedule_due_at, max_per_host, host_delay_s) "
+                " schedule_due_at, max_per_host, host_delay_s, scope) "
                 "SELECT ARRAY(SELECT jsonb_array_elements_text(t->'urls')), coalesce((t->>'max_depth')::int, 0), "
                 " (t->>'max_urls')::int, (t->>'timeout_s')::int, t->>'label', "
                 " ARRAY(SELECT jsonb_array_elements_text(coalesce(t->'tags', '[]'))), coalesce(t->'config', '{}'), "
                 " $2, to_timestamp($3), (t->>'max_per_host')::int, "
-                " (t->>'host_delay_s')::float8 FROM (SELECT $1::jsonb AS t) x "
+                " (t->>'host_delay_s')::float8, "
+                // A schedule added before scopes has none: its crawls follow every link, as they did.
+                " coalesce(t->>'scope', 'any') FROM (SELECT $1::jsonb AS t) x "
                 "ON CONFLICT (schedule_id, schedule_due_at) WHERE schedule_id IS NOT NULL DO NOTHING RETURNING id",
                 tmpl.dump(), id, tick);
             added += static_cast<int>(r.size());

@@ -342,7 +342,8 @@ void SnapshotRun::record(const PlannedHook& planned, const std::optional<Process
             int added = m_store.add_children(urls, depth, m_ctx.snapshot.max_urls);
             log::info("discovered URLs", {{"hook", planned.hook.id()},
                                           {"found", std::to_string(output.discovered.size())},
-                                          {"added", std::to_string(added)}});
+                                          {"added", std::to_string(added)},
+                                          {"skipped", std::to_string(urls.skipped.size())}});
         }
     }
     // With what the supervisor's "process exited" line would say (at debug here).

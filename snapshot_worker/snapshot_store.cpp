@@ -66,6 +66,10 @@ SnapshotRecord snapshot_record(const pqxx::row& row)
     rec.crawl_config = nlohmann::json::parse(row[7].as<std::string>());
     rec.crawl_cancelled = row[8].as<bool>();
     rec.host_limited = row[9].as<bool>();
+    // A value the migration's CHECK allows; anything else would be a newer
+    // binary's mode, and following every link is what crawls did before scopes.
+    rec.scope = parse_scope_mode(row[10].as<std::string>()).value_or(ScopeMode::any);
+    rec.seeds = nlohmann::json::parse(row[11].as<std::string>()).get<std::vector<std::string>>();
     return rec;
 }
 
@@ -77,7 +81,7 @@ std::optional<SnapshotRecord> SnapshotStore::load()
         // One statement: autocommit, no BEGIN/ROLLBACK round trips.
         auto r = tx.exec_params("SELECT s.id, s.crawl_id, s.url, s.depth, s.status, c.max_depth, c.max_urls, "
                                 "       c.config::text, c.cancel_requested_at IS NOT NULL OR coalesce(c.outcome = 'cancelled', false), "
-                                "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL "
+                                "       c.max_per_host IS NOT NULL OR c.host_delay_s IS NOT NULL, c.scope, array_to_json(c.urls)::text "
                                 "FROM snapshot s JOIN crawl c ON c.id = s.crawl_id WHERE s.id = $1",
                                 m_snapshot_id);
         if (r.empty()) {
@@ -174,11 +178,50 @@ void SnapshotStore::set_title(const std::string& title)
     });
 }
 
-int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls)
+int SnapshotStore::add_children(const FilteredUrls& urls, int depth, std::optional<int> max_urls)
 {
-    if (urls.empty()) {
+    if (urls.accepted.empty() && urls.skipped.empty()) {
         return 0;
     }
+    // The room goes to the page's first URLs that the crawl does not have yet: cut
+    // before the filter, links to known pages (a site's menu on every page) would
+    // use it up and new URLs would be dropped for good.
+    // Then inserted in URL order, whatever the page's: without max_urls nothing
+    // serialises two workers adding the same URLs, and each waits on the other's
+    // uncommitted row of a URL it reaches; in two different orders they would
+    // deadlock, in one order the later waits for the earlier and skips its rows.
+    // The skipped URLs follow the children (each step reads the one before, so
+    // that every writer takes its row locks in the same order: children by
+    // URL, skipped by URL, counts by reason). The list's room is read once per
+    // page: two pages at once may both fill its last room.
+    static const std::string k_add_children =
+        "WITH fresh AS ("
+        "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
+        "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
+        "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5), "
+        "children AS (INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
+        "  SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
+        "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1), "
+        "added AS (SELECT count(*) AS n FROM children), "
+        "skipped AS (SELECT k.url, k.reason, row_number() OVER (ORDER BY k.url) AS n "
+        "  FROM jsonb_to_recordset($6::jsonb) AS k(url text, reason text) "
+        "  WHERE NOT EXISTS (SELECT 1 FROM crawl_skipped_url l WHERE l.crawl_id = $1 AND l.url = k.url)), "
+        "room AS (SELECT $7::bigint - count(*) AS n FROM (SELECT 1 FROM crawl_skipped_url "
+        "  WHERE crawl_id = $1 AND (SELECT n FROM added) >= 0 LIMIT $7) l), "
+        "listed AS (INSERT INTO crawl_skipped_url (crawl_id, url, reason, found_on) "
+        "  SELECT $1, k.url, k.reason, $2 FROM skipped k, room WHERE k.n <= room.n ORDER BY k.url "
+        "  ON CONFLICT (crawl_id, url) DO NOTHING RETURNING 1), "
+        "counted AS (INSERT INTO crawl_skipped_count (crawl_id, reason, unlisted) "
+        "  SELECT $1, k.reason, count(*) FROM skipped k, room "
+        "  WHERE k.n > room.n AND (SELECT count(*) FROM listed) >= 0 GROUP BY k.reason ORDER BY k.reason "
+        "  ON CONFLICT (crawl_id, reason) DO UPDATE SET unlisted = crawl_skipped_count.unlisted + excluded.unlisted) "
+        "SELECT n FROM added";
+    nlohmann::json skipped = nlohmann::json::array();
+    for (const auto& s : urls.skipped) {
+        skipped.push_back({{"url", s.url}, {"reason", s.reason}});
+    }
+    const auto accepted = dumped(nlohmann::json(urls.accepted));
+    const auto skipped_json = dumped(skipped);
     return ride_out_transaction(m_conn, [&](pqxx::work& tx) -> int {
         auto fence = tx.exec_params(fmt::format("SELECT 1 WHERE {}", k_fence), m_snapshot_id, m_owner);
         require(fence, "adding discovered snapshots");
@@ -189,22 +232,10 @@ int SnapshotStore::add_children(const std::vector<std::string>& urls, int depth,
             auto existing = tx.exec_params1("SELECT count(*) FROM snapshot WHERE crawl_id = $1", m_crawl_id)[0].as<long>();
             room = std::max(0L, static_cast<long>(*max_urls) - existing);
         }
-        // The room goes to the page's first URLs that the crawl does not have yet: cut
-        // before the filter, links to known pages (a site's menu on every page) would
-        // use it up and new URLs would be dropped for good.
-        // Then inserted in URL order, whatever the page's: without max_urls nothing
-        // serialises two workers adding the same URLs, and each waits on the other's
-        // uncommitted row of a URL it reaches; in two different orders they would
-        // deadlock, in one order the later waits for the earlier and skips its rows.
-        auto r = tx.exec_params("WITH fresh AS ("
-                                "  SELECT u.url FROM jsonb_array_elements_text($4::jsonb) WITH ORDINALITY AS u(url, n) "
-                                "  WHERE NOT EXISTS (SELECT 1 FROM snapshot s WHERE s.crawl_id = $1 AND s.url = u.url) "
-                                "  GROUP BY u.url ORDER BY min(u.n) LIMIT $5) "
-                                "INSERT INTO snapshot (crawl_id, parent_snapshot_id, url, depth) "
-                                "SELECT $1, $2, url, $3 FROM fresh ORDER BY url "
-                                "ON CONFLICT (crawl_id, url) DO NOTHING RETURNING id",
-                                m_crawl_id, m_snapshot_id, depth, dumped(nlohmann::json(urls)), room);
-        return static_cast<int>(r.size());
+        tx.conn().prepare("snapshot_store.add_children", k_add_children);
+        auto r = tx.exec_prepared1("snapshot_store.add_children", m_crawl_id, m_snapshot_id, depth, accepted, room,
+                                   skipped_json, k_skipped_listed);
+        return r[0].as<int>();
     });
 }
 

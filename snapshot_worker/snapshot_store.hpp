@@ -5,6 +5,7 @@
 #include "common/hooks/output_files.hpp"
 #include "common/recorder/process_table.hpp"
 #include "common/work/snapshot_claims.hpp"
+#include "common/work/url_filter.hpp"
 #include "snapshot_worker/result_state.hpp"
 #include "snapshot_worker/result_write_behind.hpp"
 
@@ -20,6 +21,10 @@
 
 namespace orch {
 
+// How many distinct skipped URLs a crawl lists at most (crawl_skipped_url);
+// links skipped after that are only counted.
+constexpr long k_skipped_listed = 10000;
+
 // One snapshot and the crawl settings that govern it, as read at start.
 struct SnapshotRecord {
     std::string id;
@@ -32,6 +37,8 @@ struct SnapshotRecord {
     bool host_limited = false;     // the crawl has per-host rules (ClaimScope::host_limited)
     nlohmann::json crawl_config = nlohmann::json::object();
     bool crawl_cancelled = false;
+    ScopeMode scope = ScopeMode::any;  // of the crawl (migrations/0023)
+    std::vector<std::string> seeds;    // the crawl's URLs, which its scope is drawn around
 };
 
 // The snapshot's rows, written only while `owner` holds the snapshot's lease:
@@ -63,11 +70,14 @@ public:
     // Puts an interrupted hook's result back to queued so a resumed run reruns it.
     void requeue(const std::string& result_id, const std::string& why);
     void set_title(const std::string& title);
-    // Inserts child snapshots at `depth` (already validated and filtered), honouring
-    // the crawl's max_urls: the room left goes to the first of `urls`, in their
-    // order, that the crawl does not have yet; URLs it has are ignored and take no
-    // room. Returns how many were added.
-    int add_children(const std::vector<std::string>& urls, int depth, std::optional<int> max_urls);
+    // Inserts child snapshots at `depth` for `urls.accepted` (already validated
+    // and filtered), honouring the crawl's max_urls: the room left goes to the
+    // first of them, in their order, that the crawl does not have yet; URLs it
+    // has are ignored and take no room. In the same statement, lists
+    // `urls.skipped` in crawl_skipped_url (the ones it does not list yet, while
+    // the crawl has fewer than k_skipped_listed there) and counts the rest in
+    // crawl_skipped_count (migrations/0023). Returns how many were added.
+    int add_children(const FilteredUrls& urls, int depth, std::optional<int> max_urls);
     // Seals the snapshot with the outcome derived from its results; returns that
     // outcome. Does not wait for the WAL flush: the crawl's seal is the durable
     // point (see snapshot_store.cpp). The same statement writes `exits`, hook

@@ -69,7 +69,7 @@ ExitCode run_snapshot_worker(const CommonOptions& common, const SnapshotWorkerOp
     // All of them, also those only a crawl worker reads: one rule for every executable.
     // From here on a lost connection is waited for (database_outage.hpp), hooks running on.
     startup.check_settings();
-    UrlFilter filter(snapshot->crawl_config);
+    UrlFilter filter(snapshot->crawl_config, CrawlScope(snapshot->scope, snapshot->seeds));
     scope.filter = &filter;
     scope.parallelism = static_cast<std::size_t>(read_int_setting(setting::hook_parallelism));
     scope.teardown_grace = std::chrono::milliseconds(

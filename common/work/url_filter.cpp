@@ -7,6 +7,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <set>
 
 namespace orch {
@@ -44,14 +45,14 @@ std::vector<std::regex> compile(const nlohmann::json& config, const char* key)
 
 } // namespace
 
-UrlFilter::UrlFilter(const nlohmann::json& crawl_config)
-    : m_allow(compile(crawl_config, "url_allow")), m_deny(compile(crawl_config, "url_deny"))
+UrlFilter::UrlFilter(const nlohmann::json& crawl_config, CrawlScope scope)
+    : m_allow(compile(crawl_config, "url_allow")), m_deny(compile(crawl_config, "url_deny")), m_scope(std::move(scope))
 {
 }
 
-std::vector<std::string> UrlFilter::accept(const std::vector<DiscoveredUrl>& discovered, const std::string& hook) const
+FilteredUrls UrlFilter::accept(const std::vector<DiscoveredUrl>& discovered, const std::string& hook) const
 {
-    std::vector<std::string> out;
+    FilteredUrls out;
     std::set<std::string> seen;
     for (const auto& d : discovered) {
         auto check = check_url(d.url);
@@ -61,18 +62,25 @@ std::vector<std::string> UrlFilter::accept(const std::vector<DiscoveredUrl>& dis
             continue;
         }
         const auto& url = check.valid->url;
-        if (!m_allow.empty() && std::none_of(m_allow.begin(), m_allow.end(), [&](const std::regex& r) {
-                return std::regex_search(url, r);
-            })) {
-            log::debug("dropped discovered URL", {{"hook", hook}, {"url", url}, {"reason", "not allowed"}});
+        if (!seen.insert(url).second) {
             continue;
         }
-        if (std::any_of(m_deny.begin(), m_deny.end(), [&](const std::regex& r) { return std::regex_search(url, r); })) {
-            log::debug("dropped discovered URL", {{"hook", hook}, {"url", url}, {"reason", "denied"}});
-            continue;
+        const char* reason = nullptr;
+        if (!m_scope.contains(*check.valid)) {
+            reason = "out_of_scope";
+        } else if (!m_allow.empty() && std::none_of(m_allow.begin(), m_allow.end(), [&](const std::regex& r) {
+                       return std::regex_search(url, r);
+                   })) {
+            reason = "denied"; // by url_allow: matches none of its patterns
+        } else if (std::any_of(m_deny.begin(), m_deny.end(),
+                               [&](const std::regex& r) { return std::regex_search(url, r); })) {
+            reason = "denied";
         }
-        if (seen.insert(url).second) {
-            out.push_back(url);
+        if (reason) {
+            log::debug("dropped discovered URL", {{"hook", hook}, {"url", url}, {"reason", reason}});
+            out.skipped.push_back({url, reason});
+        } else {
+            out.accepted.push_back(url);
         }
     }
     return out;

@@ -84,7 +84,7 @@ TEST_CASE("snapshot store: two workers adding the same URLs in opposite orders a
                 std::this_thread::yield();
             }
             try {
-                d.added = d.store->add_children(page, 1, std::nullopt);
+                d.added = d.store->add_children(FilteredUrls{page, {}}, 1, std::nullopt);
             } catch (const std::exception& e) {
                 d.error = e.what();
             }

@@ -38,9 +38,9 @@ TEST_CASE("check_url gives an internationalised host its one IDNA ASCII spelling
     // Nontransitional (IDNA2008): sharp s is kept, not mapped to "ss".
     CHECK(ok("http://Stra\xc3\x9f" "e.de/").url == "http://xn--strae-oqa.de/");
     CHECK(ok("http://u:p@B\xc3\x9c" "CHER.example:8080/x?q=\xc3\xbc").url ==
-          "http://u:p@xn--bcher-kva.example:8080/x?q=\xc3\xbc");
-    // Paths keep their UTF-8 as before: only the host is converted.
-    CHECK(ok("http://b\xc3\xbc" "cher.example/b\xc3\xbc" "cher").url == "http://xn--bcher-kva.example/b\xc3\xbc" "cher");
+          "http://u:p@xn--bcher-kva.example:8080/x?q=%C3%BC");
+    // The host is converted by IDNA; the path's UTF-8 is percent-encoded, as a browser sends it.
+    CHECK(ok("http://b\xc3\xbc" "cher.example/b\xc3\xbc" "cher").url == "http://xn--bcher-kva.example/b%C3%BCcher");
 }
 
 TEST_CASE("check_url refuses hosts IDNA refuses - with libidn2's reason", "[url][url_host]")

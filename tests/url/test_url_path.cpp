@@ -42,5 +42,7 @@ TEST_CASE("check_url removes dot segments from the path and leaves the query alo
     CHECK(ok("http://a.test/a/../b?next=/x/../y/./z") == "http://a.test/b?next=/x/../y/./z");
     CHECK(ok("http://a.test?q=/../x") == "http://a.test/?q=/../x");
     CHECK(ok("http://a.test/a/../b#/../frag") == "http://a.test/b");
-    CHECK(ok("http://a.test/a/%2e%2e/b") == "http://a.test/a/%2e%2e/b");
+    // "%2E" is a '.' (RFC 3986 6.2.2.2, and browsers): decoded, then a dot segment.
+    CHECK(ok("http://a.test/a/%2e%2e/b") == "http://a.test/b");
+    CHECK(ok("http://a.test/a/.%2E/b") == "http://a.test/b");
 }

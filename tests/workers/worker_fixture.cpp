@@ -52,8 +52,8 @@ std::string WorkerFixture::add_crawl(int max_depth, std::optional<int> max_urls,
 {
     auto conn = db.connect();
     pqxx::work tx(*conn);
-    auto id = tx.exec_params1("INSERT INTO crawl (urls, max_depth, max_urls, config) "
-                              "VALUES ('{http://a.test/}', $1, $2, $3::jsonb) RETURNING id",
+    auto id = tx.exec_params1("INSERT INTO crawl (urls, max_depth, max_urls, config, scope) "
+                              "VALUES ('{http://a.test/}', $1, $2, $3::jsonb, 'any') RETURNING id",
                               max_depth, max_urls, config_json)[0]
                   .as<std::string>();
     tx.commit();

@@ -42,7 +42,8 @@ public:
     // worker run; empty = what the machine offers (cgroup2 here).
     std::string containment;
 
-    // Inserts a crawl; returns its id.
+    // Inserts a crawl of scope 'any' (its pages link to other hosts; scopes
+    // have tests of their own in tests/crawl/test_crawl_scope.cpp); returns its id.
     std::string add_crawl(int max_depth = 0, std::optional<int> max_urls = std::nullopt,
                           const std::string& config_json = "{}");
     // Inserts a snapshot of `crawl`; returns its id.
