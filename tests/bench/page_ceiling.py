@@ -10,7 +10,8 @@ the page once (Page.navigate, then the load event) and take a full-page PNG
 screenshot, a PDF and the DOM (`document.documentElement.outerHTML`) from that
 load, written to DIR/<n>/screenshot.png, output.pdf, dom.html. No orchestration,
 no database, no process per page. Then closes the browser and makes sure none
-of its processes is left.
+of its processes is left (it is their subreaper, and reaps them all, so their
+CPU is in its own rusage).
 
 Prints one JSON line on stdout: {"pages", "succeeded", "failed", "errors"
 (the first few), "wall_s" (browser launch to browser gone), "ms" (median per
@@ -122,6 +123,31 @@ class Tab:
         self.m_client.close()
 
 
+def become_subreaper():
+    """Orphans of our tree (Chromium's zygote and renderers once the browser
+    process is gone) are re-parented to us instead of to init, so that reaping
+    them puts their CPU in our own rusage, as the crawl's processes put theirs
+    in the orchestrator's."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
+def reap_orphans(timeout_s=5.0):
+    """Waits for every child left (the sweep has signalled them), at most timeout_s."""
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        try:
+            pid, _ = os.waitpid(-1, os.WNOHANG)
+        except ChildProcessError:
+            return
+        if pid == 0:
+            time.sleep(0.02)
+
+
 def write(path, data):
     with open(path, "wb") as fh:
         fh.write(data)
@@ -136,6 +162,7 @@ def main():
     args = parser.parse_args()
 
     started = time.monotonic()
+    become_subreaper()
     cdp = load_cdp(args.chrome_dir)
     with open(args.urls_file, encoding="utf-8") as fh:
         urls = [line.strip() for line in fh if line.strip()]
@@ -193,6 +220,7 @@ def main():
             except (OSError, subprocess.TimeoutExpired, cdp.CDPError, cdp.DeadlineExceeded, cdp.WebSocketError):
                 cdp.stop_group(proc)
             cdp.sweep(profile, grace=1.0)
+            reap_orphans()
     wall_s = time.monotonic() - started
     shutil.rmtree(profile, ignore_errors=True)
     ms = {k: round(statistics.median(t[k] for t in times), 1) for k in ("load", "screenshot", "pdf", "dom")} if times else {}
