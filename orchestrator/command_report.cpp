@@ -63,6 +63,11 @@ const std::vector<ReportSection>& sections()
          "ORDER BY results DESC, plugin NULLS FIRST, reason LIMIT $2",
          {{"PLUGIN", "plugin"}, {"RESULTS", "results"}, {"SNAPSHOTS", "snapshots"}, {"REASON", "reason", 70},
           {"EXAMPLE", "example_url", 60}}},
+        {"skipped", "Links not followed, by reason (out of scope, denied)",
+         "SELECT json_build_object('reason', reason, 'urls', urls, 'listed', listed, 'example_url', example_url,"
+         "  'last_found_at', last_found_at)::text "
+         "FROM ops.crawl_report_skipped WHERE crawl_id = $1 ORDER BY urls DESC, reason LIMIT $2",
+         {{"REASON", "reason"}, {"URLS", "urls"}, {"LISTED", "listed"}, {"EXAMPLE", "example_url", 60}}},
     };
     return k_sections;
 }

@@ -1,30 +1,25 @@
 """Minimal Chrome DevTools Protocol client over the small RFC 6455 WebSocket client
 of cdp_websocket.py, plus the helpers the browser hooks share (locating chromium, launch flags,
-one-off captures and the process sweep).
+the crawl browser's published endpoint and the process sweep).
 
-Standard library only. Imported by plugins/screenshot and plugins/pdf through a
-path relative to their own file, and by the chrome crawl hook next to it.
+Standard library only. Imported by plugins/visit through a path relative to its
+own file, by the chrome crawl hook next to it, and by tests and benchmarks that
+drive a headless Chromium.
 
 Every blocking call takes an absolute deadline (time.monotonic() based), so a
 page that never finishes loading cannot hold a hook past its timeout.
 """
 
-import base64
 import json
 import os
 import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import time
 from collections import deque
 
 sys.dont_write_bytecode = True  # keep the plugins directory clean
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-import hooklib  # noqa: E402  (plugins/hooklib.py: options, result record, URL rule, budget)
-from hooklib import budget, emit  # noqa: E402
-
 # The websocket layer (cdp_websocket.py); its names are re-exported for the hooks.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from cdp_websocket import DeadlineExceeded, WebSocket, WebSocketError  # noqa: E402,F401
@@ -250,191 +245,3 @@ def browser_answers(ws_url, timeout=3.0):
         return True
     except (OSError, WebSocketError, CDPError, DeadlineExceeded, ValueError):
         return False
-
-
-def capture_via_cdp(ws_url, url, kind, deadline, width=1280, height=800, full_page=False, print_background=True):
-    """Open `url` in a fresh browser context of the running browser, wait for the
-    load event (bounded by `deadline`) and return PNG or PDF bytes."""
-    cdp = CDP(ws_url, deadline)
-    context_id = target_id = None
-    try:
-        context_id = cdp.call("Target.createBrowserContext", {"disposeOnDetach": True}, deadline=deadline)[
-            "browserContextId"
-        ]
-        target_id = cdp.call(
-            "Target.createTarget", {"url": "about:blank", "browserContextId": context_id}, deadline=deadline
-        )["targetId"]
-        session = cdp.call("Target.attachToTarget", {"targetId": target_id, "flatten": True}, deadline=deadline)[
-            "sessionId"
-        ]
-        cdp.call("Page.enable", session_id=session, deadline=deadline)
-        cdp.call(
-            "Emulation.setDeviceMetricsOverride",
-            {"width": width, "height": height, "deviceScaleFactor": 1, "mobile": False},
-            session_id=session,
-            deadline=deadline,
-        )
-        cdp.clear_events()
-        nav = cdp.call("Page.navigate", {"url": url}, session_id=session, deadline=deadline)
-        if nav.get("errorText"):
-            raise CDPError(f"navigation failed: {nav['errorText']}")
-        cdp.wait_event("Page.loadEventFired", session_id=session, deadline=deadline)
-        if kind == "png":
-            params = {"format": "png"}
-            if full_page:
-                metrics = cdp.call("Page.getLayoutMetrics", session_id=session, deadline=deadline)
-                size = metrics.get("cssContentSize") or metrics.get("contentSize") or {}
-                params["clip"] = {
-                    "x": 0,
-                    "y": 0,
-                    "width": max(1, int(size.get("width", width))),
-                    "height": max(1, min(int(size.get("height", height)), 16384)),
-                    "scale": 1,
-                }
-                params["captureBeyondViewport"] = True
-            data = cdp.call("Page.captureScreenshot", params, session_id=session, deadline=deadline)["data"]
-        else:
-            data = cdp.call(
-                "Page.printToPDF",
-                {"printBackground": bool(print_background), "preferCSSPageSize": True},
-                session_id=session,
-                deadline=deadline,
-            )["data"]
-        return base64.b64decode(data)
-    finally:
-        # Cleanup gets its own short budget; the hook's margin covers it.
-        cleanup_deadline = time.monotonic() + 1.0
-        try:
-            if target_id:
-                cdp.call("Target.closeTarget", {"targetId": target_id}, deadline=cleanup_deadline)
-            if context_id:
-                cdp.call("Target.disposeBrowserContext", {"browserContextId": context_id}, deadline=cleanup_deadline)
-        except (OSError, WebSocketError, CDPError, DeadlineExceeded):
-            pass
-        cdp.close()
-
-
-def capture_oneoff(binary, url, kind, out_path, deadline, width=1280, height=800):
-    """Run a one-off headless chromium with --screenshot= / --print-to-pdf=.
-
-    Returns (ok, error). The temporary user-data-dir is outside the hook's
-    output directory and removed afterwards, with every process naming it."""
-    tmp = tempfile.mkdtemp(prefix="orch-chrome-oneoff-")
-    profile = os.path.join(tmp, "profile")
-    os.mkdir(profile)
-    out_abs = os.path.abspath(out_path)
-    cmd = [binary, *CHROME_FLAGS, f"--user-data-dir={profile}", f"--window-size={width},{height}"]
-    if kind == "png":
-        cmd.append(f"--screenshot={out_abs}")
-    else:
-        cmd += [f"--print-to-pdf={out_abs}", "--no-pdf-header-footer"]
-    cmd.append(url)
-    log_path = os.path.join(tmp, "chromium.log")
-    try:
-        with open(log_path, "wb") as log:
-            proc = subprocess.Popen(
-                cmd, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env=chrome_env(profile), preexec_fn=child_setup
-            )
-        try:
-            code = proc.wait(timeout=max(0.1, deadline - time.monotonic()))
-        except subprocess.TimeoutExpired:
-            # A throwaway browser: no state worth a graceful close.
-            stop_group(proc, grace=0, first_signal=signal.SIGKILL)
-            return False, "timed out waiting for the page to load"
-        finally:
-            sweep(profile, grace=0.2)
-        if code != 0:
-            return False, f"chromium exited with code {code}: {_tail(log_path)}"
-        if not os.path.isfile(out_abs) or os.path.getsize(out_abs) == 0:
-            return False, f"chromium wrote no output: {_tail(log_path)}"
-        return True, None
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-
-
-def _tail(path, limit=300):
-    try:
-        with open(path, "rb") as fh:
-            lines = [l for l in fh.read().decode("utf-8", "replace").splitlines() if "dbus" not in l]
-        return " | ".join(lines[-3:])[-limit:]
-    except OSError:
-        return ""
-
-
-# -- the screenshot / pdf hook body ---------------------------------------------------
-
-MAGIC = {"png": b"\x89PNG\r\n\x1a\n", "pdf": b"%PDF-"}
-
-
-def run_capture_hook(plugin, kind, out_name, hook_file):
-    """Shared main() of the screenshot and pdf Snapshot hooks.
-
-    Uses the crawl's browser when $CRAWL_DIR/chrome/cdp_url.txt exists and
-    answers, else a one-off headless chromium. Prints one ArchiveResult and
-    returns the exit code."""
-    started = time.monotonic()
-    args = hooklib.parse_args()
-    if args is None:
-        return 0
-    options = hooklib.Options(plugin.upper() + "_", hook_file)
-    opt, num = options.opt, options.num
-
-    timeout = max(1.0, num("timeout", 60))
-    deadline = started + budget(timeout)
-    width, height = int(num("width", 1280)), int(num("height", 800))
-    full_page = hooklib.as_bool(opt("full_page", False))
-    print_background = hooklib.as_bool(opt("print_background", True))
-    out_path = os.path.abspath(out_name)
-
-    def finish(data_ok, via, error=None):
-        if data_ok:
-            with open(out_path, "rb") as fh:
-                head = fh.read(len(MAGIC[kind]))
-            if head != MAGIC[kind]:
-                data_ok, error = False, f"{out_name} is not a valid {kind.upper()}"
-        if not data_ok:
-            try:
-                os.unlink(out_path)
-            except FileNotFoundError:
-                pass
-            if isinstance(error, DeadlineExceeded) or "timed out" in str(error):
-                error = f"timed out after {timeout:g} s: {error}"
-            emit("failed", error=f"{error} (via {via})", output_json={"via": via})
-            return 1
-        size = os.path.getsize(out_path)
-        emit("succeeded", output_str=out_name, output_json={"via": via, "size": size})
-        return 0
-
-    ws_url = read_crawl_cdp_url()
-    if ws_url and browser_answers(ws_url, timeout=min(3.0, max(0.5, deadline - time.monotonic()))):
-        try:
-            data = capture_via_cdp(
-                ws_url,
-                args.url,
-                kind,
-                deadline,
-                width=width,
-                height=height,
-                full_page=full_page,
-                print_background=print_background,
-            )
-        except DeadlineExceeded:
-            return finish(False, "crawl browser", "timed out waiting for the page to load")
-        except (OSError, WebSocketError, CDPError, KeyError, ValueError) as exc:
-            return finish(False, "crawl browser", exc)
-        with open(out_path, "wb") as fh:
-            fh.write(data)
-        return finish(True, "crawl browser")
-
-    if ws_url:
-        print(f"{plugin}: crawl browser at {ws_url} does not answer; using a one-off chromium", file=sys.stderr)
-    reason = crawl_chrome_unavailable()
-    configured = str(opt("chrome_binary", "") or os.environ.get("CHROME_BINARY", "") or "")
-    binary = None if reason else resolve_binary(configured)
-    if not binary:
-        reason = reason or f"chromium not found ({configured or 'searched ' + ', '.join(DEFAULT_BINARIES)})"
-        emit("skipped", output_str=reason, error=reason)
-        return 0
-    ok, error = capture_oneoff(binary, args.url, kind, out_path, deadline, width=width, height=height)
-    return finish(ok, "one-off chromium", error)
-

@@ -8,6 +8,7 @@
 #include "tests/support/command_runner.hpp"
 
 #include <catch2/catch.hpp>
+#include <nlohmann/json.hpp>
 
 using namespace orch::test;
 
@@ -68,6 +69,16 @@ TEST_CASE("crawl scope: host by default - another address is skipped as out_of_s
     CHECK(skipped(f, id) == "http://127.0.0.2:18080/=out_of_scope");
     // The seed page's own links output is untouched by the scope: it is the hook's.
     CHECK(f.count("SELECT count(*) FROM crawl_skipped_count") == 0);
+    // The crawl's report names the skipped link by reason.
+    auto report = run_command({bin_path("orchestrator").string(), "report", id, "--json", "--database-url",
+                               f.db.url(), "--data-dir", f.data.string()});
+    INFO(report.err);
+    REQUIRE(report.exit_code == 0);
+    auto skipped_section = nlohmann::json::parse(report.out).at("skipped");
+    REQUIRE(skipped_section.size() == 1);
+    CHECK(skipped_section[0]["reason"] == "out_of_scope");
+    CHECK(skipped_section[0]["urls"] == 1);
+    CHECK(skipped_section[0]["example_url"] == "http://127.0.0.2:18080/");
     CHECK(f.wait_no_leftovers().empty());
 }
 

@@ -51,7 +51,7 @@ TEST_CASE("ops: the reader role selects every ops view and nothing else - read-o
         CHECK(tx.exec1("SHOW default_transaction_read_only")[0].as<std::string>() == "on");
         CHECK(tx.exec1("SHOW statement_timeout")[0].as<std::string>() == "5s");
         auto views = tx.exec("SELECT table_name FROM information_schema.views WHERE table_schema = 'ops' ORDER BY 1");
-        CHECK(views.size() == 14);
+        CHECK(views.size() == 15);
         for (const auto& v : views) {
             auto name = v[0].as<std::string>();
             INFO(name);

@@ -65,7 +65,7 @@ TEST_CASE("dot segments are removed from the path only", "[url][url_forms]")
     CHECK(ok("http://a/b?c/../d") == "http://a/b?c/../d");
 }
 
-TEST_CASE("scheme, host and port are case-folded and defaulted", "[url][url_forms]")
+TEST_CASE("scheme - host and port are case-folded and defaulted", "[url][url_forms]")
 {
     CHECK(ok("HtTp://A.TEST/P") == "http://a.test/P");
     CHECK(ok("http://a.test:80/") == "http://a.test/");
