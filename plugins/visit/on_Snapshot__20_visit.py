@@ -94,7 +94,7 @@ def main():
         pdf=as_bool(opt("pdf", True)), dom=as_bool(opt("dom", True)),
         print_background=as_bool(opt("print_background", True)), idle_ms=num("network_idle_ms", 500),
         idle_timeout=num("network_idle_timeout", 10), max_page_bytes=num("max_page_bytes", 100_000_000),
-        user_agent=str(opt("user_agent", "") or ""))
+        user_agent=str(opt("user_agent", "") or ""), fresh_context=as_bool(opt("fresh_context", False)))
     warc_max = num("warc_max_bytes", 1_000_000_000)
     max_links = int(num("max_links", 1000))
 

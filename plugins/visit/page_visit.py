@@ -36,7 +36,7 @@ _LINKS_JS = "Array.from(document.querySelectorAll('a[href]'), a => a.href)"
 class VisitOptions:
     def __init__(self, width=1280, height=800, full_page=True, max_screenshot_height=16384, screenshot=True,
                  pdf=True, dom=True, print_background=True, idle_ms=500, idle_timeout=10.0,
-                 max_page_bytes=100_000_000, user_agent=""):
+                 max_page_bytes=100_000_000, user_agent="", fresh_context=False):
         self.width, self.height = int(width), int(height)
         self.full_page = bool(full_page)
         self.max_screenshot_height = max(1, int(max_screenshot_height))
@@ -46,6 +46,7 @@ class VisitOptions:
         self.idle_timeout = max(0.0, float(idle_timeout))
         self.max_page_bytes = int(max_page_bytes)
         self.user_agent = user_agent
+        self.fresh_context = bool(fresh_context)
 
 
 class VisitResult:
@@ -100,10 +101,15 @@ def visit(ws_url, url, options, load_deadline, deadline):
         return result
     context_id = target_id = None
     try:
-        context_id = session.call("Target.createBrowserContext", {"disposeOnDetach": True},
-                                  deadline=deadline)["browserContextId"]
-        target_id = session.call("Target.createTarget", {"url": "about:blank", "browserContextId": context_id},
-                                 deadline=deadline)["targetId"]
+        # A browser context of its own isolates the page's cookies and storage
+        # from the crawl's other pages; a tab in the browser's default context
+        # shares them (as one person browsing the site would) and is cheaper.
+        target_params = {"url": "about:blank"}
+        if options.fresh_context:
+            context_id = session.call("Target.createBrowserContext", {"disposeOnDetach": True},
+                                      deadline=deadline)["browserContextId"]
+            target_params["browserContextId"] = context_id
+        target_id = session.call("Target.createTarget", target_params, deadline=deadline)["targetId"]
         target = session.call("Target.attachToTarget", {"targetId": target_id, "flatten": True},
                               deadline=deadline)["sessionId"]
 
