@@ -72,6 +72,20 @@ def emit(status, output_str="", error="", output_json=None):
     print(json.dumps(record), flush=True)
 
 
+def link_url(base, href):
+    """The absolute http(s) URL of `href` (resolved against `base`) without its
+    fragment, or None for any other scheme, no host or a bad port."""
+    try:
+        absolute, _ = urllib.parse.urldefrag(urllib.parse.urljoin(base, href))
+        parts = urllib.parse.urlsplit(absolute)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            return None
+        parts.port  # raises ValueError on a bad port
+    except ValueError:
+        return None
+    return absolute
+
+
 def http_url(url):
     """Only http(s) URLs are archived (no file://, no option-looking text)."""
     try:

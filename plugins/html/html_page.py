@@ -11,6 +11,8 @@ import re
 import urllib.parse
 from html.parser import HTMLParser
 
+import hooklib  # plugins/hooklib.py, on the path the html hook sets
+
 
 class _Parser(HTMLParser):
     def __init__(self):
@@ -44,15 +46,7 @@ class _Parser(HTMLParser):
 
 def normalize(base, href):
     """The absolute http(s) URL of href without fragment, or None."""
-    try:
-        absolute, _ = urllib.parse.urldefrag(urllib.parse.urljoin(base, href))
-        parts = urllib.parse.urlsplit(absolute)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return None
-        parts.port  # raises ValueError on a bad port
-    except ValueError:
-        return None
-    return absolute
+    return hooklib.link_url(base, href)
 
 
 def parse(text, page_url, max_links=1000):

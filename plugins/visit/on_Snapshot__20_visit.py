@@ -16,7 +16,6 @@ import json
 import os
 import sys
 import time
-import urllib.parse
 import uuid
 
 sys.dont_write_bytecode = True  # keep the plugins directory clean
@@ -48,18 +47,6 @@ def snapshot_id():
     sid = args.snapshot_id or os.path.basename(os.environ.get("SNAP_DIR", "").rstrip("/"))
     safe = "".join(c for c in sid if c.isalnum() or c in "-_")
     return safe or str(uuid.uuid4())
-
-
-def normalize_link(href):
-    try:
-        absolute, _ = urllib.parse.urldefrag(href)
-        parts = urllib.parse.urlsplit(absolute)
-        if parts.scheme not in ("http", "https") or not parts.hostname:
-            return None
-        parts.port  # raises ValueError on a bad port
-    except ValueError:
-        return None
-    return absolute
 
 
 def write_file(name, data):
@@ -206,10 +193,10 @@ def report(url, result, via, timeout, warc_max, max_links):
             as_bool(OPTIONS.opt("dom", True)))
 
     final_url = result.final_url or summary.get("final_url") or url
-    own = {normalize_link(url), normalize_link(final_url)}
+    own = {hooklib.link_url("", url), hooklib.link_url("", final_url)}
     seen, links = set(), []
     for href in result.links:
-        link = normalize_link(href)
+        link = hooklib.link_url("", href)
         if link is None or link in own or link in seen:
             continue
         seen.add(link)
